@@ -1,0 +1,402 @@
+"""The n-gram language model: fit from counts, score vectorized, sample, save.
+
+Scoring follows KenLM and SRILM: each sentence is ``<s> w1 .. wm </s>``; every word
+and the ``</s>`` are predicted, ``<s>`` never is; histories never cross sentences.
+Log probabilities are base 10 unless a name says otherwise (``log2``, ``nats``).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+import numpy as np
+
+from corpora.errors import InputError, NotFittedError
+from corpora.textio import atomic_write_bytes
+from corpora.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, EncodedText, Vocab
+
+from .counts import NgramCounts, check_order, lookup, padded_stream
+from .smoothing import AdditiveSmoother, BackoffTables, Smoother, make_smoother
+
+FORMAT = "ngramlm.ngram"
+FORMAT_VERSION = 1
+LN10 = math.log(10.0)
+
+
+@dataclass
+class TokenScores:
+    """Per predicted token: log10 p, the length of the n-gram that matched, OOV flag."""
+
+    log10_prob: np.ndarray  # float64; -inf for zero-probability events
+    ngram_length: np.ndarray  # int8; 0 when nothing matched (MLE zero)
+    oov: np.ndarray  # bool
+    sentence_starts: np.ndarray  # int64 offsets into the arrays above, one per sentence + end
+
+    def __len__(self) -> int:
+        return len(self.log10_prob)
+
+
+@dataclass
+class PerplexityReport:
+    """What KenLM's ``query -v summary`` and SRILM's ``ngram -ppl`` report."""
+
+    sentences: int
+    words: int  # word tokens (sentence ends excluded)
+    tokens: int  # predicted tokens = words + sentence ends
+    oovs: int
+    zero_probs: int  # events with probability 0 (MLE), left out of log10_prob and ppl
+    log10_prob: float  # total over non-zero events, OOVs included
+    ppl: float  # including OOVs (KenLM "Perplexity including OOVs")
+    ppl_excluding_oovs: float
+    ppl1: float  # SRILM's ppl1: sentence ends left out of the denominator
+
+    @property
+    def bits_per_token(self) -> float:
+        return math.log2(self.ppl)
+
+    def to_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["bits_per_token"] = self.bits_per_token
+        return d
+
+
+class NgramLM:
+    """An n-gram LM over a shared :class:`~corpora.vocab.Vocab`.
+
+    >>> from corpora import Vocab
+    >>> sents = [["a", "b"], ["a", "c", "b"], ["b", "a"]]
+    >>> vocab = Vocab().fit(sents)
+    >>> lm = NgramLM(order=2, smoothing="wb").fit(vocab.encode_sentences(sents), vocab=vocab)
+    >>> round(sum(lm.distribution(["a"]).values()), 12)
+    1.0
+    """
+
+    def __init__(
+        self,
+        *,
+        order: int = 3,
+        smoothing: str = "mkn",
+        k: Optional[float] = None,
+        discount: Optional[float] = None,
+        discount_fallback: Optional[Sequence[float]] = None,
+        alpha: Optional[float] = None,
+        lambdas: Optional[Sequence[float]] = None,
+    ) -> None:
+        self.order = order
+        self.smoothing = smoothing
+        self.k = k
+        self.discount = discount
+        self.discount_fallback = discount_fallback
+        self.alpha = alpha
+        self.lambdas = lambdas
+
+    # ------------------------------------------------------------------ fitting
+    def _make_smoother(self) -> Smoother:
+        return make_smoother(self.smoothing, k=self.k, discount=self.discount,
+                             discount_fallback=self.discount_fallback, alpha=self.alpha, lambdas=self.lambdas)
+
+    def fit(self, train: EncodedText, *, vocab: Vocab, counts: Optional[NgramCounts] = None) -> "NgramLM":
+        """Count (unless ``counts`` are given) and smooth.  Returns ``self``."""
+        order = check_order(self.order)
+        smoother = self._make_smoother()
+        if counts is None:
+            counts = NgramCounts.from_encoded(train, order=order, vocab_size=len(vocab))
+        return self.fit_counts(counts, vocab=vocab, smoother=smoother)
+
+    def fit_counts(self, counts: NgramCounts, *, vocab: Vocab, smoother: Optional[Smoother] = None) -> "NgramLM":
+        smoother = smoother or self._make_smoother()
+        if counts.vocab_size != len(vocab):
+            raise InputError(f"counts are over {counts.vocab_size} ids but the vocabulary has {len(vocab)}",
+                             fix="count with the same vocabulary")
+        self.vocab_ = vocab
+        self.order_ = counts.order
+        self.n_types_ = vocab.n_types
+        self.smoother_name_ = smoother.name
+        self.smoother_params_ = smoother.get_params()
+        V = counts.vocab_size
+        self.keys_ = [counts.keys(k) for k in range(1, counts.order + 1)]
+        # Unigrams as an ARPA file lists them: every type plus <s>.
+        self.n_ngrams_ = [vocab.n_types + 1] + [len(k) for k in self.keys_[1:]]
+        self.count_of_counts_ = [counts.count_of_counts(k).tolist() for k in range(1, counts.order + 1)]
+        if isinstance(smoother, AdditiveSmoother):
+            self.kind_ = "additive"
+            self.add_k_ = float(smoother.k)
+            cnt = [t.count.astype(np.float64) for t in counts.tables]
+            cnt[0] = cnt[0].copy()
+            cnt[0][[PAD_ID, BOS_ID]] = 0.0
+            self.counts_ = cnt
+            # ctx_total_[k-1][j]: total count of order-k n-grams whose context is entry j of order k-1.
+            totals = [np.array([cnt[0].sum()])]
+            for k in range(2, counts.order + 1):
+                totals.append(np.bincount(counts.tables[k - 1].parent, weights=cnt[k - 1],
+                                          minlength=len(counts.tables[k - 2])))
+            self.ctx_total_ = totals
+            self.is_distribution_ = True
+            self.info_ = {"k": self.add_k_}
+            self.missing_backoff_ = 0.0
+        else:
+            tables: BackoffTables = smoother.estimate(counts, vocab.n_types)
+            self.kind_ = "backoff"
+            self.log10_prob_ = [np.asarray(p, dtype=np.float64) for p in tables.log10_prob]
+            self.log10_backoff_ = [np.asarray(b, dtype=np.float64) for b in tables.log10_backoff]
+            self.missing_backoff_ = float(tables.missing_backoff)
+            self.is_distribution_ = tables.is_distribution
+            self.info_ = tables.info
+        return self
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "keys_"):
+            raise NotFittedError(self)
+
+    # ------------------------------------------------------------------ lookups
+    def _gram_ids(self, tokens: np.ndarray, pos: np.ndarray) -> list:
+        """gid[k-1][t]: index in order k of the k-gram *ending* at padded position t, or -1."""
+        V = len(self.vocab_)
+        gids = [tokens.astype(np.int64)]
+        for k in range(2, self.order_ + 1):
+            prev = np.empty_like(gids[-1])
+            prev[0] = -1
+            prev[1:] = gids[-1][:-1]
+            q = np.where((pos >= k - 1) & (prev >= 0), prev * V + tokens, -1)
+            gids.append(lookup(self.keys_[k - 1], q))
+        return gids
+
+    def _score_padded(self, tokens: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """log10 p and matched length at every padded position (values at <s> are meaningless)."""
+        gids = self._gram_ids(tokens, pos)
+        n = self.order_
+        if self.kind_ == "additive":
+            return self._score_additive(tokens, pos, gids)
+        lp = np.full(len(tokens), -np.inf)
+        matched = np.zeros(len(tokens), dtype=np.int8)
+        for k in range(1, n + 1):
+            g = gids[k - 1]
+            hit = g >= 0
+            lp[hit] = self.log10_prob_[k - 1][g[hit]]
+            matched[hit] = k
+        # Backoff weights of the contexts longer than the match.
+        for j in range(1, n):
+            ctx = np.empty(len(tokens), dtype=np.int64)
+            ctx[0] = -1
+            ctx[1:] = gids[j - 1][:-1]
+            applies = (matched <= j) & (pos >= j)
+            if not applies.any():
+                continue
+            bo = np.where(ctx >= 0, self.log10_backoff_[j - 1][np.maximum(ctx, 0)], self.missing_backoff_)
+            lp = lp + np.where(applies, bo, 0.0)
+        return lp, matched
+
+    def _score_additive(self, tokens, pos, gids):
+        n = self.order_
+        kk = self.add_k_
+        V = float(self.n_types_)
+        L = np.minimum(pos, n - 1)  # context length used
+        c_hw = np.zeros(len(tokens))
+        c_h = np.zeros(len(tokens))
+        matched = np.zeros(len(tokens), dtype=np.int8)
+        for o in range(1, n + 1):
+            sel = L == o - 1
+            if not sel.any():
+                continue
+            g = gids[o - 1][sel]
+            found = g >= 0
+            vals = np.zeros(len(g))
+            vals[found] = self.counts_[o - 1][g[found]]
+            c_hw[sel] = vals
+            if o == 1:
+                c_h[sel] = self.ctx_total_[0][0]
+            else:
+                ctx = np.empty(len(tokens), dtype=np.int64)
+                ctx[0] = -1
+                ctx[1:] = gids[o - 2][:-1]
+                cs = ctx[sel]
+                tot = np.zeros(len(cs))
+                ok = cs >= 0
+                tot[ok] = self.ctx_total_[o - 1][cs[ok]]
+                c_h[sel] = tot
+            matched[sel] = np.where(vals > 0, o, 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if kk == 0.0:
+                p = np.where(c_h > 0, c_hw / np.where(c_h > 0, c_h, 1.0), 0.0)
+            else:
+                p = (c_hw + kk) / (c_h + kk * V)
+            lp = np.log10(p)
+        return lp, matched
+
+    # ------------------------------------------------------------------ public scoring API
+    def token_scores(self, text: EncodedText, *, oov: Optional[np.ndarray] = None) -> TokenScores:
+        """Score every predicted token of an encoded text (words and sentence ends)."""
+        self._check_fitted()
+        tokens, pos = padded_stream(text)
+        lp, matched = self._score_padded(tokens, pos)
+        keep = pos > 0  # drop the <s> positions
+        lp = lp[keep]
+        matched = matched[keep]
+        if oov is None:
+            oov = text.ids == UNK_ID if not self.vocab_.n_corpus_unk_ else np.zeros(len(text.ids), dtype=bool)
+        return TokenScores(lp, matched, oov, text.starts)
+
+    def perplexity_report(self, text: EncodedText, *, oov: Optional[np.ndarray] = None) -> PerplexityReport:
+        s = self.token_scores(text, oov=oov)
+        finite = np.isfinite(s.log10_prob)
+        zero = int(np.count_nonzero(~finite))
+        total = float(s.log10_prob[finite].sum())
+        n_tok = len(s)
+        n_oov = int(np.count_nonzero(s.oov))
+        n_sent = text.n_sentences
+        counted = n_tok - zero
+        ppl = 10.0 ** (-total / counted) if counted else float("inf")
+        ex = finite & ~s.oov
+        n_ex = int(np.count_nonzero(ex))
+        ppl_ex = 10.0 ** (-float(s.log10_prob[ex].sum()) / n_ex) if n_ex else float("inf")
+        denom1 = counted - n_sent
+        ppl1 = 10.0 ** (-total / denom1) if denom1 > 0 else float("inf")
+        return PerplexityReport(sentences=n_sent, words=n_tok - n_sent, tokens=n_tok, oovs=n_oov, zero_probs=zero,
+                                log10_prob=total, ppl=ppl, ppl_excluding_oovs=ppl_ex, ppl1=ppl1)
+
+    def log10_score(self, text: EncodedText) -> float:
+        """Total log10 probability of the text (-inf if any event has probability 0)."""
+        return float(self.token_scores(text).log10_prob.sum())
+
+    def perplexity(self, text: EncodedText) -> float:
+        """Perplexity over all predicted tokens (inf if any has probability 0)."""
+        s = self.token_scores(text)
+        return float(10.0 ** (-s.log10_prob.sum() / len(s)))
+
+    def sentence_log10_probs(self, text: EncodedText) -> np.ndarray:
+        s = self.token_scores(text)
+        cs = np.concatenate([[0.0], np.cumsum(s.log10_prob)])
+        return cs[text.starts[1:]] - cs[text.starts[:-1]]
+
+    def encode(self, sentences: Iterable[Sequence[str]]) -> tuple[EncodedText, np.ndarray]:
+        """Encode token lists with the model's vocabulary; also return the OOV flags."""
+        self._check_fitted()
+        sentences = list(sentences)
+        enc = self.vocab_.encode_sentences(sentences)
+        stoi = self.vocab_.stoi_
+        unk_is_type = bool(self.vocab_.n_corpus_unk_)
+        unk = self.vocab_.unk_token
+        flags = []
+        for s in sentences:
+            flags.extend((t not in stoi) or (t == unk and not unk_is_type) for t in s)
+            flags.append(False)
+        return enc, np.asarray(flags, dtype=bool)
+
+    # ------------------------------------------------------------------ single queries
+    def log10_prob(self, word: str, context: Sequence[str] = ()) -> float:
+        """log10 p(word | context).  ``context`` may start with ``<s>``; only the last order-1 words count."""
+        self._check_fitted()
+        ctx = list(context)
+        bos = self.vocab_.bos_token
+        if bos in ctx:
+            ctx = ctx[len(ctx) - ctx[::-1].index(bos):]
+            padded = [BOS_ID] + [self.vocab_[w] for w in ctx]
+        else:
+            padded = [BOS_ID] * 0 + [self.vocab_[w] for w in ctx]
+        ids = padded + [self.vocab_[word] if word != self.vocab_.eos_token else EOS_ID]
+        tokens = np.asarray(ids, dtype=np.int64)
+        if bos in context:
+            pos = np.arange(len(ids), dtype=np.int64)
+        else:
+            # No sentence start in view: behave as if the history were long enough.
+            pos = np.arange(len(ids), dtype=np.int64) + self.order_
+        lp, _ = self._score_padded(tokens, pos)
+        return float(lp[-1])
+
+    def prob(self, word: str, context: Sequence[str] = ()) -> float:
+        return 10.0 ** self.log10_prob(word, context)
+
+    def distribution(self, context: Sequence[str] = ()) -> dict:
+        """p(. | context) over every predicted type (words, <unk>, </s>)."""
+        p = self.next_probs(context)
+        return {self.vocab_.itos_[i]: float(p[i]) for i in range(len(p)) if i not in (PAD_ID, BOS_ID)}
+
+    def next_probs(self, context: Sequence[str] = ()) -> np.ndarray:
+        """Vector of p(w | context) over all ids (0 for <pad> and <s>)."""
+        self._check_fitted()
+        V = len(self.vocab_)
+        ctx = list(context)
+        bos = self.vocab_.bos_token
+        saw_bos = bos in ctx
+        if saw_bos:
+            ctx = ctx[len(ctx) - ctx[::-1].index(bos):]
+        ids = ([BOS_ID] if saw_bos else []) + [self.vocab_[w] for w in ctx]
+        ids = ids[max(0, len(ids) - (self.order_ - 1)):]
+        cand = np.arange(V, dtype=np.int64)
+        tokens = np.concatenate([np.repeat(np.asarray(ids, dtype=np.int64)[None, :], V, axis=0), cand[:, None]], axis=1)
+        L = tokens.shape[1]
+        start = 0 if ids and ids[0] == BOS_ID else self.order_
+        pos_row = np.arange(L, dtype=np.int64) + start
+        # Score all V continuations at once: each row is a tiny sentence.
+        flat = tokens.ravel()
+        pos = np.tile(pos_row, V)
+        lp, _ = self._score_padded(flat, pos)
+        out = 10.0 ** lp.reshape(V, L)[:, -1]
+        out[[PAD_ID, BOS_ID]] = 0.0
+        return out
+
+    # ------------------------------------------------------------------ generation
+    def generate(self, *, num_words: int = 20, context: Sequence[str] = (), temperature: float = 1.0,
+                 random_state: Optional[int | np.random.Generator] = None, stop_at_eos: bool = True) -> list:
+        """Sample words from p(.|history) ** (1/temperature), renormalised."""
+        if temperature <= 0:
+            raise InputError(f"temperature must be > 0, got {temperature}", fix="use e.g. --temperature 1.0")
+        rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
+        hist = [self.vocab_.bos_token] + list(context)
+        out: list = []
+        for _ in range(num_words):
+            p = self.next_probs(hist)
+            if temperature != 1.0:
+                with np.errstate(divide="ignore"):
+                    logits = np.log(p) / temperature
+                logits -= logits[np.isfinite(logits)].max()
+                p = np.exp(logits)
+            p = p / p.sum()
+            w = int(rng.choice(len(p), p=p))
+            tok = self.vocab_.itos_[w]
+            if w == EOS_ID:
+                if stop_at_eos:
+                    break
+                hist = [self.vocab_.bos_token]
+                out.append(tok)
+                continue
+            out.append(tok)
+            hist.append(tok)
+        return out
+
+    # ------------------------------------------------------------------ info
+    def __repr__(self) -> str:
+        if not hasattr(self, "keys_"):
+            return f"NgramLM(order={self.order}, smoothing={self.smoothing!r}, unfitted)"
+        sizes = "/".join(str(n) for n in self.n_ngrams_)
+        return f"NgramLM(order={self.order_}, smoothing={self.smoother_name_!r}, ngrams={sizes}, types={self.n_types_})"
+
+    def summary(self) -> dict:
+        self._check_fitted()
+        return {
+            "order": self.order_,
+            "smoothing": self.smoother_name_,
+            "params": {k: v for k, v in self.smoother_params_.items()},
+            "n_types": self.n_types_,
+            "ngrams": self.n_ngrams_,
+            "is_distribution": self.is_distribution_,
+            "info": self.info_,
+        }
+
+    # ------------------------------------------------------------------ persistence (native: npz + JSON, no pickle)
+    def save(self, path: os.PathLike | str) -> None:
+        """Write the native format atomically (a crash leaves the old file intact)."""
+        from .io_native import save_native
+
+        save_native(self, path)
+
+    @classmethod
+    def load(cls, path: os.PathLike | str) -> "NgramLM":
+        from .io_native import load_native
+
+        return load_native(path)

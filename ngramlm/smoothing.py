@@ -1,0 +1,490 @@
+"""Smoothers: turn :class:`~ngramlm.counts.NgramCounts` into probabilities.
+
+Each smoother is a small class with explicit keyword parameters and one method,
+``estimate(counts, n_types)``, returning :class:`BackoffTables`: for every stored
+n-gram its log10 probability, and for every context its log10 backoff weight.  That
+is the ARPA/KenLM *backoff form*, in which every smoother here except add-k/MLE can
+be written exactly:
+
+    log10 p(w | h) = log10 p*(h w)                          if h w is stored
+                   = log10 b(h) + log10 p(w | h')            otherwise
+
+(``h'`` drops the oldest word of ``h``).  Interpolated smoothers store the
+*interpolated* probability of seen n-grams and ``b(h) = gamma(h)``, the weight of the
+lower order (Chen & Goodman 1998; what KenLM's lmplz writes).  The unigram level is
+interpolated with the uniform distribution over the ``n_types`` predicted types
+(words, ``<unk>`` and ``</s>``; not ``<s>``), so no word gets probability zero.
+
+Add-k and MLE are not backoff models; :class:`AdditiveSmoother` provides them and
+the model scores them directly from counts.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import numpy as np
+
+from corpora.errors import InputError
+from corpora.vocab import BOS_ID, PAD_ID
+
+from .counts import NgramCounts
+
+LOG10_ZERO = -np.inf
+
+
+@dataclass
+class BackoffTables:
+    """Per order k (index k-1): log10 p of each stored k-gram, log10 backoff of each k-gram as a context."""
+
+    log10_prob: list
+    log10_backoff: list  # orders 1..n-1; order n has none (empty array)
+    # log10 weight applied when a context is not stored at all (0 for proper models;
+    # stupid backoff applies its alpha even then).
+    missing_backoff: float = 0.0
+    is_distribution: bool = True
+    info: dict = field(default_factory=dict)  # discounts, lambdas, ... for reports
+
+
+# ----------------------------------------------------------------------------- helpers
+def _unigram_mask(V: int) -> np.ndarray:
+    """Unigram ids that are predicted types (everything but <pad> and <s>)."""
+    m = np.ones(V, dtype=bool)
+    m[PAD_ID] = False
+    m[BOS_ID] = False
+    return m
+
+
+def _raw_counts(counts: NgramCounts) -> list:
+    out = [t.count.astype(np.float64) for t in counts.tables]
+    out[0] = out[0].copy()
+    out[0][~_unigram_mask(counts.vocab_size)] = 0.0
+    return out
+
+
+def _first_words(counts: NgramCounts) -> list:
+    first = [counts.tables[0].word]
+    for k in range(2, counts.order + 1):
+        first.append(first[-1][counts.tables[k - 1].parent])
+    return first
+
+
+def adjusted_counts(counts: NgramCounts) -> list:
+    """Kneser-Ney adjusted counts, exactly as KenLM's lmplz computes them.
+
+    Highest order: raw counts.  Lower orders: the number of distinct words seen to
+    the left (continuation count, N1+(. x)), except n-grams that start with ``<s>``,
+    which nothing can precede, keep their raw counts.  The ``<s>`` unigram gets 0.
+    """
+    n = counts.order
+    adj = [None] * n
+    adj[n - 1] = counts.tables[n - 1].count.astype(np.float64)
+    first = _first_words(counts)
+    for k in range(n - 1, 0, -1):
+        m_k = len(counts.tables[k - 1])
+        cont = np.bincount(counts.suffix_index(k + 1), minlength=m_k).astype(np.float64)
+        starts_bos = first[k - 1] == BOS_ID
+        cont[starts_bos] = counts.tables[k - 1].count[starts_bos]
+        adj[k - 1] = cont
+    adj[0] = adj[0].copy()
+    adj[0][~_unigram_mask(counts.vocab_size)] = 0.0
+    return adj
+
+
+def count_of_counts(c: np.ndarray, max_count: int = 4) -> np.ndarray:
+    """n[j] = number of entries with count exactly j, for j = 0..max_count."""
+    ci = c.astype(np.int64)
+    return np.bincount(np.minimum(ci, max_count + 1), minlength=max_count + 2)[: max_count + 1]
+
+
+def _context_sums(parent: np.ndarray, values: np.ndarray, n_ctx: int) -> np.ndarray:
+    return np.bincount(parent, weights=values, minlength=n_ctx)
+
+
+def _interpolate(counts: NgramCounts, alphas: list, gammas: list, n_types: int) -> tuple[list, list]:
+    """p_k(hw) = alpha_k(hw) + gamma_k(h) p_{k-1}(h'w); unigrams interpolate with uniform.
+
+    ``alphas[k-1]`` is aligned with order k's entries, ``gammas[k-1]`` with the
+    contexts of order k (entries of order k-1; a single value for unigrams).
+    Returns (log10 probs, log10 backoffs).
+    """
+    n = counts.order
+    mask1 = _unigram_mask(counts.vocab_size)
+    p1 = alphas[0] + gammas[0] / n_types
+    p1 = np.where(mask1, p1, 0.0)
+    probs = [p1]
+    for k in range(2, n + 1):
+        t = counts.tables[k - 1]
+        probs.append(alphas[k - 1] + gammas[k - 1][t.parent] * probs[k - 2][counts.suffix_index(k)])
+    with np.errstate(divide="ignore"):
+        log_probs = [np.log10(p) for p in probs]
+        log_bo = []
+        for k in range(1, n):
+            g = gammas[k]  # contexts of order k+1 are order-k entries
+            # Entries that are not a context of anything keep backoff 1 (log 0).
+            log_bo.append(np.where(g > 0, np.log10(np.where(g > 0, g, 1.0)), 0.0))
+    log_bo.append(np.zeros(0))
+    return log_probs, log_bo
+
+
+def _discount_error(name: str, k: int, detail: str) -> InputError:
+    return InputError(
+        f"cannot estimate {name} discounts for {k}-grams: {detail}; is this small or artificial data?",
+        fix="use more (or deduplicated) training text, a lower --order, or pass --discount-fallback "
+            "to use fixed discounts (0.5, 1.0, 1.5) for the degenerate orders",
+    )
+
+
+# ----------------------------------------------------------------------------- smoothers
+class Smoother:
+    name = "base"
+    is_distribution = True
+
+    def get_params(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if not k.endswith("_")}
+
+    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffTables:  # pragma: no cover
+        raise NotImplementedError
+
+
+class ModifiedKneserNey(Smoother):
+    """Interpolated modified Kneser-Ney (Chen & Goodman 1998), three discounts per order.
+
+    Matches KenLM ``lmplz`` (``--discount_fallback`` aside): adjusted counts from
+    :func:`adjusted_counts`, discounts ``D_j = j - (j+1) Y n_{j+1}/n_j`` with
+    ``Y = n_1/(n_1 + 2 n_2)`` from each order's count-of-counts.
+    """
+
+    name = "mkn"
+    n_discounts = 3
+
+    def __init__(self, *, discount_fallback: Optional[Sequence[float]] = None,
+                 discounts: Optional[Sequence[Sequence[float]]] = None) -> None:
+        self.discount_fallback = discount_fallback
+        self.discounts = discounts  # explicit per-order discounts (list of [D1, D2, D3+])
+
+    def compute_discounts(self, adj: list) -> list:
+        out = []
+        for k, a in enumerate(adj, start=1):
+            if self.discounts is not None:
+                d = [float(x) for x in self.discounts[k - 1]]
+                out.append((d + d[-1:] * 3)[: self.n_discounts])
+                continue
+            nc = count_of_counts(a[a > 0], 4)
+            try:
+                out.append(self._discounts_from(nc, k))
+            except InputError:
+                if self.discount_fallback is None:
+                    raise
+                fb = [float(x) for x in self.discount_fallback]
+                out.append((fb + fb[-1:] * 3)[: self.n_discounts])
+        return out
+
+    def _discounts_from(self, nc: np.ndarray, k: int) -> list:
+        for j in range(1, 4 if self.n_discounts == 3 else 2):
+            if nc[j] == 0:
+                raise _discount_error(
+                    "Kneser-Ney", k,
+                    f"no {k}-grams with adjusted count {j} (count-of-counts n1..n4 = {nc[1:5].tolist()})")
+        y = nc[1] / (nc[1] + 2.0 * nc[2])
+        if self.n_discounts == 1:
+            return [y]
+        ds = [j - (j + 1) * y * nc[j + 1] / nc[j] for j in (1, 2, 3)]
+        for j, d in enumerate(ds, start=1):
+            if not 0.0 <= d <= j:
+                raise _discount_error("Kneser-Ney", k, f"discount D{j} = {d:.4f} is outside [0, {j}]")
+        return ds
+
+    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffTables:
+        adj = adjusted_counts(counts)
+        discounts = self.compute_discounts(adj)
+        alphas, gammas = [], []
+        for k in range(1, counts.order + 1):
+            a = adj[k - 1]
+            D = np.array([0.0] + list(discounts[k - 1]) + [discounts[k - 1][-1]] * (3 - len(discounts[k - 1])))
+            bucket = np.minimum(a, 3).astype(np.int64)
+            if k == 1:
+                parent = np.zeros(len(a), dtype=np.int64)
+                n_ctx = 1
+            else:
+                parent = counts.tables[k - 1].parent
+                n_ctx = len(counts.tables[k - 2])
+            denom = _context_sums(parent, a, n_ctx)
+            safe = np.where(denom > 0, denom, 1.0)
+            alphas.append(np.where(a > 0, (a - D[bucket]) / safe[parent], 0.0))
+            disc_mass = _context_sums(parent, np.where(a > 0, D[bucket], 0.0), n_ctx)
+            gammas.append(np.where(denom > 0, disc_mass / safe, 0.0))
+        gammas[0] = gammas[0][0]
+        lp, lb = _interpolate(counts, alphas, gammas, n_types)
+        return BackoffTables(lp, lb, info={"discounts": [list(map(float, d)) for d in discounts]})
+
+
+class KneserNey(ModifiedKneserNey):
+    """Interpolated Kneser-Ney with one discount per order, D = n1 / (n1 + 2 n2)."""
+
+    name = "kn"
+    n_discounts = 1
+
+
+class AbsoluteDiscounting(Smoother):
+    """Interpolated absolute discounting on raw counts, D = n1/(n1 + 2 n2) per order unless given."""
+
+    name = "absolute"
+
+    def __init__(self, *, discount: Optional[float] = None) -> None:
+        self.discount = discount
+
+    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffTables:
+        raw = _raw_counts(counts)
+        alphas, gammas, ds = [], [], []
+        for k in range(1, counts.order + 1):
+            c = raw[k - 1]
+            if self.discount is not None:
+                D = float(self.discount)
+            else:
+                nc = count_of_counts(c[c > 0], 2)
+                if nc[1] == 0 or nc[2] == 0:
+                    raise _discount_error("absolute", k, f"count-of-counts n1={nc[1]}, n2={nc[2]}")
+                D = nc[1] / (nc[1] + 2.0 * nc[2])
+            ds.append(D)
+            parent = np.zeros(len(c), dtype=np.int64) if k == 1 else counts.tables[k - 1].parent
+            n_ctx = 1 if k == 1 else len(counts.tables[k - 2])
+            denom = _context_sums(parent, c, n_ctx)
+            safe = np.where(denom > 0, denom, 1.0)
+            alphas.append(np.maximum(c - D, 0.0) / safe[parent])
+            mass = _context_sums(parent, np.minimum(c, D), n_ctx)
+            gammas.append(np.where(denom > 0, mass / safe, 0.0))
+        gammas[0] = gammas[0][0]
+        lp, lb = _interpolate(counts, alphas, gammas, n_types)
+        return BackoffTables(lp, lb, info={"discounts": ds})
+
+
+class WittenBell(Smoother):
+    """Interpolated Witten-Bell: gamma(h) = N1+(h.) / (c(h) + N1+(h.))."""
+
+    name = "wb"
+
+    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffTables:
+        raw = _raw_counts(counts)
+        alphas, gammas = [], []
+        for k in range(1, counts.order + 1):
+            c = raw[k - 1]
+            parent = np.zeros(len(c), dtype=np.int64) if k == 1 else counts.tables[k - 1].parent
+            n_ctx = 1 if k == 1 else len(counts.tables[k - 2])
+            total = _context_sums(parent, c, n_ctx)
+            types = _context_sums(parent, (c > 0).astype(np.float64), n_ctx)
+            denom = total + types
+            safe = np.where(denom > 0, denom, 1.0)
+            alphas.append(c / safe[parent])
+            gammas.append(np.where(denom > 0, types / safe, 0.0))
+        gammas[0] = gammas[0][0]
+        lp, lb = _interpolate(counts, alphas, gammas, n_types)
+        return BackoffTables(lp, lb)
+
+
+class JelinekMercer(Smoother):
+    """Linear interpolation p_k = l_k ML_k + (1 - l_k) p_{k-1}, one weight per order.
+
+    ``lambdas`` (orders 1..n) are given, or tuned on held-out text by
+    :func:`ngramlm.tuning.tune_jelinek_mercer` (scipy L-BFGS-B on held-out
+    cross-entropy).  Contexts never seen in training fall through to the lower order.
+    """
+
+    name = "jm"
+
+    def __init__(self, *, lambdas: Optional[Sequence[float]] = None) -> None:
+        self.lambdas = lambdas
+
+    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffTables:
+        lambdas = self.lambdas
+        if lambdas is None:
+            lambdas = [0.5] * counts.order
+        if len(lambdas) != counts.order or not all(0.0 <= float(x) <= 1.0 for x in lambdas):
+            raise InputError(
+                f"Jelinek-Mercer needs {counts.order} weights in [0, 1], got {list(lambdas)}",
+                fix="pass one weight per order, or tune them on held-out text",
+            )
+        raw = _raw_counts(counts)
+        alphas, gammas = [], []
+        for k in range(1, counts.order + 1):
+            lam = float(lambdas[k - 1])
+            c = raw[k - 1]
+            parent = np.zeros(len(c), dtype=np.int64) if k == 1 else counts.tables[k - 1].parent
+            n_ctx = 1 if k == 1 else len(counts.tables[k - 2])
+            total = _context_sums(parent, c, n_ctx)
+            seen = total > 0
+            safe = np.where(seen, total, 1.0)
+            alphas.append(lam * c / safe[parent])
+            gammas.append(np.where(seen, 1.0 - lam, 0.0))
+        gammas[0] = gammas[0][0]
+        lp, lb = _interpolate(counts, alphas, gammas, n_types)
+        return BackoffTables(lp, lb, info={"lambdas": [float(x) for x in lambdas]})
+
+
+class Katz(Smoother):
+    """Good-Turing discounting with Katz backoff (Katz 1987).
+
+    Counts ``c <= k_max`` are discounted to ``d_c c`` with the Katz-normalised
+    Good-Turing ratio; larger counts are trusted.  The left-over mass of each context
+    goes to the lower order through ``alpha(h) = (1 - sum_seen p(w|h)) /
+    (1 - sum_seen p(w|h'))``.  At the unigram level the left-over mass is spread
+    uniformly over all types.  A context whose continuations all have counts above
+    ``k_max`` would keep all its mass; it is given one pseudo-count of mass for the
+    unseen, so no event gets probability zero.
+    """
+
+    name = "katz"
+
+    def __init__(self, *, k_max: int = 5, discount_fallback: bool = False) -> None:
+        self.k_max = k_max
+        self.discount_fallback = discount_fallback
+
+    def _ratios(self, c: np.ndarray, k: int) -> np.ndarray:
+        K = self.k_max
+        nc = count_of_counts(c[c > 0], K + 1)
+        d = np.ones(K + 1)
+        problems = [j for j in range(1, K + 2) if nc[j] == 0]
+        if problems:
+            if self.discount_fallback:
+                return d  # no discounting at this order: backoff mass only from the unigram floor
+            raise _discount_error("Good-Turing", k, f"no {k}-grams seen exactly {problems[0]} times "
+                                  f"(count-of-counts n1..n{K + 1} = {nc[1:K + 2].tolist()})")
+        common = (K + 1) * nc[K + 1] / nc[1]
+        for j in range(1, K + 1):
+            cstar = (j + 1) * nc[j + 1] / nc[j]
+            d[j] = (cstar / j - common) / (1.0 - common)
+        if not np.all((d[1:] > 0) & (d[1:] <= 1.0 + 1e-12)):
+            if self.discount_fallback:
+                return np.ones(K + 1)
+            raise _discount_error("Good-Turing", k, f"Katz discount ratios {np.round(d[1:], 4).tolist()} are not in (0, 1]")
+        return d
+
+    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffTables:
+        raw = _raw_counts(counts)
+        n = counts.order
+        V = counts.vocab_size
+        probs, log_bo, ratios = [], [], []
+        # Unigrams.
+        c1 = raw[0]
+        d = self._ratios(c1, 1)
+        ratios.append(d[1:].tolist())
+        disc = np.where(c1 <= self.k_max, d[np.minimum(c1, self.k_max).astype(np.int64)], 1.0) * c1
+        total = c1.sum()
+        mask = _unigram_mask(V)
+        p1 = disc / total
+        p1 = np.where(mask, p1 + (1.0 - p1.sum()) / n_types, 0.0)
+        probs.append(p1)
+        for k in range(2, n + 1):
+            t = counts.tables[k - 1]
+            c = raw[k - 1]
+            d = self._ratios(c, k)
+            ratios.append(d[1:].tolist())
+            disc = np.where(c <= self.k_max, d[np.minimum(c, self.k_max).astype(np.int64)], 1.0) * c
+            n_ctx = len(counts.tables[k - 2])
+            ctx_total = _context_sums(t.parent, c, n_ctx)
+            safe = np.where(ctx_total > 0, ctx_total, 1.0)
+            pk = disc / safe[t.parent]
+            seen_mass = _context_sums(t.parent, pk, n_ctx)
+            # Contexts whose continuations all have counts above k_max keep all their
+            # mass and could never back off (probability 0 for every unseen word).
+            # Reserve one pseudo-count for the unseen, as if seen once more.
+            full = (ctx_total > 0) & (seen_mass > 1.0 - 1e-9)
+            if full.any():
+                scale = np.where(full, ctx_total / (ctx_total + 1.0), 1.0)
+                pk = pk * scale[t.parent]
+                seen_mass = seen_mass * scale
+            lower_mass = _context_sums(t.parent, probs[k - 2][counts.suffix_index(k)], n_ctx)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                alpha = np.where(ctx_total > 0, (1.0 - seen_mass) / np.maximum(1.0 - lower_mass, 1e-300), 1.0)
+            # A context whose seen words exhaust the lower order too gets no backoff mass.
+            alpha = np.where((ctx_total > 0) & (1.0 - lower_mass <= 1e-12), 0.0, alpha)
+            with np.errstate(divide="ignore"):
+                log_bo.append(np.where(ctx_total > 0, np.log10(np.maximum(alpha, 0.0)), 0.0))
+            probs.append(pk)
+        log_bo.append(np.zeros(0))
+        with np.errstate(divide="ignore"):
+            lp = [np.log10(p) for p in probs]
+        return BackoffTables(lp, log_bo, info={"good_turing_ratios": ratios})
+
+
+class StupidBackoff(Smoother):
+    """Stupid backoff (Brants et al. 2007): relative frequency, else alpha x lower order.
+
+    Scores only: the values do not sum to one, so perplexities are not comparable.
+    """
+
+    name = "stupid"
+    is_distribution = False
+
+    def __init__(self, *, alpha: float = 0.4) -> None:
+        self.alpha = alpha
+
+    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffTables:
+        if not 0.0 < float(self.alpha) <= 1.0:
+            raise InputError(f"stupid backoff alpha must be in (0, 1], got {self.alpha}", fix="use e.g. --alpha 0.4")
+        raw = _raw_counts(counts)
+        probs = []
+        for k in range(1, counts.order + 1):
+            c = raw[k - 1]
+            parent = np.zeros(len(c), dtype=np.int64) if k == 1 else counts.tables[k - 1].parent
+            n_ctx = 1 if k == 1 else len(counts.tables[k - 2])
+            total = _context_sums(parent, c, n_ctx)
+            probs.append(c / np.where(total > 0, total, 1.0)[parent])
+        la = math.log10(float(self.alpha))
+        with np.errstate(divide="ignore"):
+            lp = [np.log10(p) for p in probs]
+        lb = [np.full(len(counts.tables[k - 1]), la) for k in range(1, counts.order)] + [np.zeros(0)]
+        return BackoffTables(lp, lb, missing_backoff=la, is_distribution=False, info={"alpha": float(self.alpha)})
+
+
+class AdditiveSmoother(Smoother):
+    """Add-k (Lidstone; k = 1 is Laplace) and, with k = 0, maximum likelihood.
+
+    ``p(w | h) = (c(h w) + k) / (c(h) + k |V|)`` at the highest order whose context
+    fits (shorter histories at sentence starts use the matching lower order).  Not a
+    backoff model: it is scored straight from counts by :class:`~ngramlm.model.NgramLM`.
+    """
+
+    def __init__(self, *, k: float = 1.0) -> None:
+        self.k = k
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return "mle" if float(self.k) == 0.0 else ("laplace" if float(self.k) == 1.0 else "addk")
+
+
+SMOOTHERS = {
+    "mkn": ModifiedKneserNey,
+    "kn": KneserNey,
+    "absolute": AbsoluteDiscounting,
+    "wb": WittenBell,
+    "jm": JelinekMercer,
+    "katz": Katz,
+    "stupid": StupidBackoff,
+    "addk": AdditiveSmoother,
+    "laplace": AdditiveSmoother,
+    "mle": AdditiveSmoother,
+}
+
+ALIASES = {
+    "modified-kneser-ney": "mkn", "kneser-ney": "kn", "witten-bell": "wb", "jelinek-mercer": "jm",
+    "lidstone": "addk", "add-k": "addk", "add-one": "laplace", "stupid-backoff": "stupid", "abs": "absolute",
+}
+
+
+def make_smoother(name: str, **params) -> Smoother:
+    """Build a smoother by name (``mkn``, ``kn``, ``absolute``, ``wb``, ``jm``, ``katz``,
+    ``stupid``, ``addk``, ``laplace``, ``mle``), passing only the parameters it takes."""
+    key = ALIASES.get(name.lower(), name.lower())
+    if key not in SMOOTHERS:
+        raise InputError(f"unknown smoother {name!r}", fix=f"choose one of {', '.join(SMOOTHERS)}")
+    if key == "mle":
+        params = {"k": 0.0}
+    elif key == "laplace":
+        params = {"k": 1.0}
+    cls = SMOOTHERS[key]
+    import inspect
+
+    accepted = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    return cls(**{k: v for k, v in params.items() if k in accepted and v is not None})
