@@ -1,0 +1,269 @@
+"""ARPA back-off files: the interchange format of KenLM, SRILM and friends.
+
+Writing: every stored n-gram with its log10 probability and, below the highest
+order, its log10 back-off weight; ``<s>`` gets probability -99 as in KenLM.
+Reading: a strict parser that reports the line number of anything wrong (bad
+header, wrong counts, bad numbers, wrong number of words, duplicates, truncation)
+and builds an :class:`~ngramlm.model.NgramLM` that scores exactly as the file says.
+"""
+from __future__ import annotations
+
+import io
+import math
+import os
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from corpora.errors import InputError
+from corpora.textio import atomic_write_text, read_bytes
+from corpora.vocab import BOS_ID, EOS_ID, N_SPECIALS, PAD_ID, UNK_ID, Vocab
+
+from .counts import _rows_index
+
+LOG10_MISSING_UNK = -100.0  # KenLM's substitute when an ARPA file lacks <unk>
+
+
+def looks_like_arpa(path: os.PathLike | str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    if head[:2] == b"\x1f\x8b":
+        import gzip
+
+        try:
+            head = gzip.decompress(read_bytes(path)[:1 << 20])[:4096]
+        except Exception:
+            try:
+                with gzip.open(path, "rb") as g:
+                    head = g.read(4096)
+            except Exception:
+                return False
+    for line in head.split(b"\n"):
+        if line.strip():
+            return line.strip() == b"\\data\\"
+    return False
+
+
+def _fmt(x: float) -> str:
+    if not math.isfinite(x):
+        return "-99"
+    return f"{x:.7g}"
+
+
+def write_arpa(model, path: os.PathLike | str) -> None:
+    """Write ``model`` (a fitted backoff-form :class:`NgramLM`) as an ARPA file, atomically."""
+    model._check_fitted()
+    if model.kind_ != "backoff":
+        raise InputError(f"{model.smoother_name_} is not a back-off model, so ARPA cannot represent it",
+                         fix="export a model smoothed with mkn, kn, absolute, wb, jm or katz")
+    if not model.is_distribution_:
+        raise InputError("stupid backoff scores are not probabilities and back off even from unseen contexts; "
+                         "an ARPA file would score them differently", fix="export a properly smoothed model")
+    V = len(model.vocab_)
+    itos = model.vocab_.itos_
+    n = model.order_
+    out = io.StringIO()
+    grams_prev = None
+    sections = []
+    counts = []
+    for k in range(1, n + 1):
+        keys = model.keys_[k - 1]
+        lp = model.log10_prob_[k - 1]
+        bo = model.log10_backoff_[k - 1] if k < n else None
+        if k == 1:
+            sel = np.flatnonzero(np.arange(V) != PAD_ID)
+            words = [[itos[i]] for i in sel]
+            grams = np.arange(V)[:, None]
+        else:
+            parent = keys // V
+            word = keys % V
+            grams = np.column_stack([grams_prev[parent], word])
+            sel = np.arange(len(keys))
+            words = None
+        lines = []
+        for j, idx in enumerate(sel):
+            text = itos[int(idx)] if k == 1 else " ".join(itos[int(w)] for w in grams[idx])
+            p = float(lp[idx])
+            if k == 1 and idx == BOS_ID:
+                p = -99.0
+            if bo is not None:
+                lines.append(f"{_fmt(p)}\t{text}\t{_fmt(float(bo[idx])) if math.isfinite(bo[idx]) else '-99'}")
+            else:
+                lines.append(f"{_fmt(p)}\t{text}")
+        counts.append(len(lines))
+        sections.append(lines)
+        grams_prev = grams
+    out.write("\n\\data\\\n")
+    for k, c in enumerate(counts, start=1):
+        out.write(f"ngram {k}={c}\n")
+    for k, lines in enumerate(sections, start=1):
+        out.write(f"\n\\{k}-grams:\n")
+        out.write("\n".join(lines))
+        out.write("\n")
+    out.write("\n\\end\\\n")
+    atomic_write_text(path, out.getvalue())
+
+
+def read_arpa(path: os.PathLike | str, *, unk_token: str = "<unk>", bos_token: str = "<s>", eos_token: str = "</s>"):
+    """Parse an ARPA file (plain or gzip) into an :class:`NgramLM`."""
+    from .model import NgramLM
+
+    raw = read_bytes(path)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"not valid UTF-8 at byte offset {exc.start}", path=path, line=line,
+                         fix="convert the ARPA file to UTF-8") from None
+    lines = text.split("\n")
+    i = 0
+    nlines = len(lines)
+
+    def err(msg: str, ln: int, fix: str = "regenerate the ARPA file (it may be truncated or hand-edited)"):
+        return InputError(msg, path=path, line=ln, fix=fix)
+
+    while i < nlines and lines[i].strip() != "\\data\\":
+        i += 1
+    if i == nlines:
+        raise InputError("not an ARPA file: no \\data\\ header", path=path,
+                         fix="pass an ARPA file, or a native model written by `ngramlm train`")
+    i += 1
+    declared: list = []
+    while i < nlines and lines[i].strip().startswith("ngram "):
+        body = lines[i].strip()[6:]
+        try:
+            k_s, c_s = body.split("=")
+            k, c = int(k_s), int(c_s)
+        except ValueError:
+            raise err(f"bad count line {lines[i].strip()!r}", i + 1) from None
+        if k != len(declared) + 1 or c < 0:
+            raise err(f"counts must be listed for orders 1, 2, ... in turn; got {lines[i].strip()!r}", i + 1)
+        declared.append(c)
+        i += 1
+    if not declared:
+        raise err("no 'ngram N=COUNT' lines after \\data\\", i + 1)
+    order = len(declared)
+    entries = []  # per order: (words list, probs, backoffs, line numbers)
+    for k in range(1, order + 1):
+        while i < nlines and not lines[i].strip():
+            i += 1
+        if i >= nlines:
+            raise err(f"file ends before the \\{k}-grams: section (truncated?)", nlines)
+        if lines[i].strip() != f"\\{k}-grams:":
+            raise err(f"expected \\{k}-grams: but found {lines[i].strip()[:40]!r}", i + 1)
+        i += 1
+        words, probs, bos, lns = [], [], [], []
+        while i < nlines:
+            line = lines[i]
+            s = line.strip()
+            if not s:
+                i += 1
+                if len(words) >= declared[k - 1]:
+                    break
+                continue
+            if s.startswith("\\"):
+                break
+            parts = s.split()
+            if len(parts) not in (k + 1, k + 2):
+                raise err(f"expected log10 probability, {k} word(s) and an optional back-off, got {len(parts)} fields",
+                          i + 1)
+            try:
+                p = float(parts[0])
+                b = float(parts[k + 1]) if len(parts) == k + 2 else 0.0
+            except ValueError:
+                raise err(f"bad number in {s[:60]!r}", i + 1) from None
+            if not (math.isfinite(p) and math.isfinite(b)) or p > 0:
+                raise err(f"log10 probability must be a finite number <= 0, got {parts[0]!r}", i + 1)
+            if k == order and len(parts) == k + 2:
+                raise err(f"highest-order ({k}-gram) entries cannot have a back-off weight", i + 1)
+            words.append(parts[1:k + 1])
+            probs.append(p)
+            bos.append(b)
+            lns.append(i + 1)
+            i += 1
+        if len(words) != declared[k - 1]:
+            raise err(f"\\data\\ declares {declared[k - 1]} {k}-grams but the section has {len(words)}", i + 1 if i < nlines else nlines)
+        entries.append((words, np.array(probs), np.array(bos), np.array(lns)))
+    while i < nlines and not lines[i].strip():
+        i += 1
+    if i >= nlines or lines[i].strip() != "\\end\\":
+        raise err("missing \\end\\ marker (truncated file?)", min(i + 1, nlines))
+
+    # Vocabulary from the unigrams; specials at their fixed ids.
+    uni_words = [w[0] for w in entries[0][0]]
+    seen = {}
+    for w, ln in zip(uni_words, entries[0][3]):
+        if w in seen:
+            raise err(f"duplicate unigram {w!r} (first at line {seen[w]})", int(ln))
+        seen[w] = int(ln)
+    itos = ["<pad>", bos_token, eos_token, unk_token] + [w for w in uni_words if w not in (bos_token, eos_token, unk_token)]
+    vocab = Vocab(unk_token=unk_token, bos_token=bos_token, eos_token=eos_token)
+    vocab.itos_ = itos
+    vocab.stoi_ = {w: j for j, w in enumerate(itos)}
+    vocab.counts_ = {}
+    vocab.n_train_tokens_ = 0
+    vocab.n_train_unk_ = 0
+    vocab.n_corpus_unk_ = 0
+    V = len(itos)
+    stoi = vocab.stoi_
+
+    model = NgramLM(order=order, smoothing="arpa")
+    model.vocab_ = vocab
+    model.order_ = order
+    model.kind_ = "backoff"
+    model.smoother_name_ = "arpa"
+    model.smoother_params_ = {"source": str(path)}
+    model.n_types_ = V - 2
+    model.count_of_counts_ = []
+    model.is_distribution_ = True
+    model.missing_backoff_ = 0.0
+    model.info_ = {"arpa": str(path)}
+    keys_l, lp_l, bo_l = [], [], []
+    prev_grams = None
+    for k in range(1, order + 1):
+        words, probs, bos, lns = entries[k - 1]
+        ids = np.array([[stoi.get(w, -1) for w in ws] for ws in words], dtype=np.int64).reshape(-1, k)
+        if (ids < 0).any():
+            r = int(np.flatnonzero((ids < 0).any(axis=1))[0])
+            raise err(f"{k}-gram {' '.join(words[r])!r} uses a word that is not among the unigrams", int(lns[r]))
+        if k == 1:
+            lp = np.full(V, -np.inf)
+            bo = np.zeros(V)
+            lp[ids[:, 0]] = probs
+            bo[ids[:, 0]] = bos
+            if unk_token not in seen:
+                lp[UNK_ID] = LOG10_MISSING_UNK
+            lp[BOS_ID] = -np.inf  # never predicted (ARPA's -99)
+            keys = np.arange(V, dtype=np.int64)
+            grams = np.arange(V, dtype=np.int64)[:, None]
+        else:
+            parent = _rows_index(prev_grams, ids[:, :-1])
+            ok = parent < len(prev_grams)
+            ok[ok] = np.all(prev_grams[parent[ok]] == ids[ok, :-1], axis=1)
+            if not ok.all():
+                r = int(np.flatnonzero(~ok)[0])
+                raise err(f"the context of {k}-gram {' '.join(words[r])!r} is not listed among the {k - 1}-grams",
+                          int(lns[r]))
+            raw_keys = parent * V + ids[:, -1]
+            perm = np.argsort(raw_keys, kind="stable")
+            keys = raw_keys[perm]
+            dup = np.flatnonzero(keys[1:] == keys[:-1])
+            if len(dup):
+                a, b = sorted((int(lns[perm[dup[0]]]), int(lns[perm[dup[0] + 1]])))
+                raise err(f"duplicate {k}-gram {' '.join(words[perm[dup[0]]])!r} (first at line {a})", b)
+            lp = probs[perm]
+            bo = bos[perm]
+            grams = ids[perm]
+        keys_l.append(keys)
+        lp_l.append(lp.astype(np.float64))
+        bo_l.append(bo.astype(np.float64) if k < order else np.zeros(0))
+        prev_grams = grams
+    model.keys_ = keys_l
+    model.log10_prob_ = lp_l
+    model.log10_backoff_ = bo_l
+    model.n_ngrams_ = list(declared)
+    return model
