@@ -100,12 +100,23 @@ class NgramLM:
         return make_smoother(self.smoothing, k=self.k, discount=self.discount,
                              discount_fallback=self.discount_fallback, alpha=self.alpha, lambdas=self.lambdas)
 
-    def fit(self, train: EncodedText, *, vocab: Vocab, counts: Optional[NgramCounts] = None) -> "NgramLM":
-        """Count (unless ``counts`` are given) and smooth.  Returns ``self``."""
+    def fit(self, train: EncodedText, *, vocab: Vocab, counts: Optional[NgramCounts] = None,
+            heldout: Optional[EncodedText] = None) -> "NgramLM":
+        """Count (unless ``counts`` are given) and smooth.  Returns ``self``.
+
+        ``heldout`` text tunes the weights of Jelinek-Mercer when none were given.
+        """
         order = check_order(self.order)
         smoother = self._make_smoother()
         if counts is None:
             counts = NgramCounts.from_encoded(train, order=order, vocab_size=len(vocab))
+        if smoother.name == "jm" and self.lambdas is None:
+            if heldout is None:
+                raise InputError("Jelinek-Mercer needs its weights, or held-out text to tune them on",
+                                 fix="pass lambdas=[...] (--lambdas), or held-out text (--tune-on valid)")
+            from .tuning import tune_jelinek_mercer
+
+            smoother.lambdas = tune_jelinek_mercer(counts, vocab, heldout)
         return self.fit_counts(counts, vocab=vocab, smoother=smoother)
 
     def fit_counts(self, counts: NgramCounts, *, vocab: Vocab, smoother: Optional[Smoother] = None) -> "NgramLM":

@@ -1,0 +1,324 @@
+"""CLI commands of the n-gram side: train, ppl, score, generate, export-arpa, import-arpa.
+
+Text arguments accept a file path (plain or .gz), ``-`` for stdin, or a registered
+corpus name (``ptb``, ``toy``, ...; the split is chosen with ``--split``).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from corpora.errors import InputError
+
+MODEL_SUFFIXES_ARPA = (".arpa", ".arpa.gz", ".lm")
+
+
+# ----------------------------------------------------------------------------- helpers
+def _tokenizer_options(f):
+    f = click.option("--tokenizer", type=click.Choice(["whitespace", "regex", "char", "cjk"]), default=None,
+                     help="How to cut text into tokens (default: the corpus's own, or whitespace).")(f)
+    f = click.option("--lower/--no-lower", default=None, help="Lower-case before tokenizing.")(f)
+    f = click.option("--normalize", type=click.Choice(["NFC", "NFKC", "NFD", "NFKD"]), default=None,
+                     help="Unicode normalisation before tokenizing.")(f)
+    return f
+
+
+def _spec_from_options(tokenizer, lower, normalize, base=None):
+    from corpora.tokenize import TokenizerSpec
+
+    if tokenizer is None and lower is None and normalize is None:
+        return base
+    b = base or TokenizerSpec()
+    return TokenizerSpec(kind=tokenizer or b.kind, lower=b.lower if lower is None else lower,
+                         normalize=normalize if normalize is not None else b.normalize, space_symbol=b.space_symbol)
+
+
+def _read_stdin_to_temp() -> Path:
+    import tempfile
+
+    data = sys.stdin.buffer.read()
+    fd, name = tempfile.mkstemp(prefix="ngramlm-stdin-", suffix=".txt")
+    with open(fd, "wb") as fh:
+        fh.write(data)
+    return Path(name)
+
+
+def load_sentences(source: str, *, split: str, data_dir: Optional[str], tokenizer_spec) -> tuple[list, object, str]:
+    """Sentences of ``source`` (corpus name, file or '-') and the tokenizer used."""
+    from corpora.corpus import load_corpus, read_sentences
+    from corpora.registry import REGISTRY
+    from corpora.tokenize import TokenizerSpec
+
+    if source in REGISTRY:
+        corpus = load_corpus(source, data_dir=data_dir, tokenizer=tokenizer_spec, splits=(split,))
+        return corpus.sentences(split), corpus.tokenizer, f"{source}:{split}"
+    spec = tokenizer_spec or TokenizerSpec()
+    path = _read_stdin_to_temp() if source == "-" else Path(source)
+    if source != "-" and not path.exists():
+        raise InputError("no such file, and not a corpus name", path=path,
+                         fix=f"pass a text file, '-' for stdin, or one of {', '.join(sorted(REGISTRY))}")
+    try:
+        sents = read_sentences(path, tokenizer=spec)
+    finally:
+        if source == "-":
+            path.unlink(missing_ok=True)
+    return sents, spec, "stdin" if source == "-" else str(path)
+
+
+def load_model(path: str):
+    """A native model or an ARPA file (never a pickle)."""
+    from ngramlm.arpa import looks_like_arpa, read_arpa
+    from ngramlm.io_native import load_native
+
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such model file", path=p, fix="check the path, or train one with `ngramlm train`")
+    if looks_like_arpa(p):
+        return read_arpa(p)
+    return load_native(p)
+
+
+def _check_tokenizer(model, text_spec, model_path):
+    mspec = model.vocab_.tokenizer
+    if mspec is not None and text_spec is not None and mspec != text_spec:
+        raise InputError(
+            f"the model's vocabulary was built with tokenizer {mspec.describe()} but the text is tokenized with "
+            f"{text_spec.describe()}", path=model_path,
+            fix="drop the tokenizer options (the model's own are used) or retrain with matching options")
+
+
+def _is_neural(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return False
+    if head != b"PK\x03\x04":
+        return False
+    from ngramlm.io_native import is_native
+
+    if is_native(path):
+        return False
+    try:
+        from neural.commands import is_checkpoint  # imports torch lazily
+    except ImportError:
+        return False
+    return bool(is_checkpoint(path))
+
+
+# ----------------------------------------------------------------------------- train
+@click.command("train")
+@click.argument("text", default="toy")
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False), required=True,
+              help="Model file to write: native format, or ARPA when the name ends in .arpa.")
+@click.option("--order", "-n", type=int, default=3, show_default=True, help="n-gram order (1 to 12).")
+@click.option("--smoothing", "-s", default="mkn", show_default=True,
+              help="mkn, kn, absolute, wb, jm, katz, stupid, addk, laplace or mle.")
+@click.option("--k", "add_k", type=float, default=None, help="add-k: the pseudo-count k (default 1).")
+@click.option("--discount", type=float, default=None, help="absolute discounting: a fixed discount.")
+@click.option("--discount-fallback", is_flag=True,
+              help="When count-of-counts are degenerate (tiny corpora), use fixed discounts 0.5/1/1.5 instead of failing.")
+@click.option("--alpha", type=float, default=None, help="stupid backoff: the backoff factor (default 0.4).")
+@click.option("--lambdas", default=None, help="jm: comma-separated weights for orders 1..n (else tuned).")
+@click.option("--tune-on", default="valid", show_default=True,
+              help="jm: held-out split (corpus) or file to tune the weights on.")
+@click.option("--min-count", type=int, default=1, show_default=True, help="Vocabulary: words seen fewer times become <unk>.")
+@click.option("--max-size", type=int, default=None, help="Vocabulary: keep at most this many words.")
+@click.option("--vocab", "vocab_path", type=click.Path(dir_okay=False), default=None,
+              help="Use this vocabulary file instead of fitting one on the training text.")
+@click.option("--split", default="train", show_default=True, help="Split of a named corpus to train on.")
+@click.option("--data-dir", envvar="NGRAMLM_DATA_DIR", default=None, help="Where named corpora live.")
+@click.option("--model", "model_type", default="ngram", show_default=True,
+              type=click.Choice(["ngram", "lstm", "gru", "rnn_tanh", "rnn_relu", "transformer"]),
+              help="ngram here; neural models train with `ngramlm neural train --model ...`.")
+@_tokenizer_options
+def train_cmd(text, output, order, smoothing, add_k, discount, discount_fallback, alpha, lambdas, tune_on,
+              min_count, max_size, vocab_path, split, data_dir, model_type, tokenizer, lower, normalize):
+    """Train an n-gram model on TEXT (a file, '-' for stdin, or a corpus name; default: toy)."""
+    if model_type != "ngram":
+        raise click.UsageError(f"neural models train with: ngramlm neural train --model {model_type} {text} --out MODEL.pt")
+    from corpora.vocab import Vocab
+    from ngramlm.counts import NgramCounts, check_order
+    from ngramlm.model import NgramLM
+
+    check_order(order)
+    lam = None
+    if lambdas:
+        try:
+            lam = [float(x) for x in lambdas.split(",")]
+        except ValueError:
+            raise click.BadParameter("use comma-separated numbers, e.g. 0.1,0.3,0.6", param_hint="--lambdas") from None
+    t0 = time.perf_counter()
+    lm = NgramLM(order=order, smoothing=smoothing, k=add_k, discount=discount,
+                 discount_fallback=(0.5, 1.0, 1.5) if discount_fallback else None, alpha=alpha, lambdas=lam)
+    smoother = lm._make_smoother()  # validates the name before any work
+    spec = _spec_from_options(tokenizer, lower, normalize)
+    if vocab_path:
+        vocab = Vocab.load(vocab_path)
+        if spec is not None and vocab.tokenizer is not None and spec != vocab.tokenizer:
+            raise InputError(f"the vocabulary was built with tokenizer {vocab.tokenizer.describe()}, "
+                             f"not {spec.describe()}", path=vocab_path, fix="drop the tokenizer options")
+        spec = spec or vocab.tokenizer
+    sents, used_spec, where = load_sentences(text, split=split, data_dir=data_dir, tokenizer_spec=spec)
+    if not sents or not any(sents):
+        raise InputError("the training text has no tokens", path=where, fix="pass a non-empty text")
+    from corpora.registry import REGISTRY
+
+    unk = REGISTRY[text].unk_token if text in REGISTRY else None
+    if not vocab_path:
+        vocab = Vocab(min_count=min_count, max_size=max_size, unk_token=unk or "<unk>", tokenizer=used_spec).fit(sents)
+    click.echo(f"training {order}-gram {smoother.name} on {where}: {len(sents)} sentences, "
+               f"{sum(map(len, sents))} words, {vocab.n_types} types", err=True)
+    enc = vocab.encode_sentences(sents)
+    del sents
+    heldout = None
+    if smoother.name == "jm" and lam is None:
+        h_sents, _, _ = load_sentences(tune_on if text not in REGISTRY or Path(tune_on).exists() else text,
+                                       split=tune_on if text in REGISTRY else "valid", data_dir=data_dir,
+                                       tokenizer_spec=used_spec)
+        heldout = vocab.encode_sentences(h_sents)
+    counts = NgramCounts.from_encoded(enc, order=order, vocab_size=len(vocab))
+    lm.fit(enc, vocab=vocab, counts=counts, heldout=heldout)
+    save_model(lm, output)
+    click.echo(f"{lm!r} -> {output} ({time.perf_counter() - t0:.2f} s)", err=True)
+    if lm.info_:
+        click.echo(f"smoothing: {json.dumps(lm.info_)}", err=True)
+
+
+def save_model(lm, output: str) -> None:
+    if str(output).endswith(MODEL_SUFFIXES_ARPA):
+        from ngramlm.arpa import write_arpa
+
+        write_arpa(lm, output)
+    else:
+        lm.save(output)
+
+
+# ----------------------------------------------------------------------------- ppl / score
+def _prepare_text(model_path, text, split, data_dir, tokenizer, lower, normalize):
+    lm = load_model(model_path)
+    spec = _spec_from_options(tokenizer, lower, normalize, base=None)
+    _check_tokenizer(lm, spec, model_path)
+    spec = spec or lm.vocab_.tokenizer
+    sents, _, where = load_sentences(text, split=split, data_dir=data_dir, tokenizer_spec=spec)
+    enc, oov = lm.encode(sents)
+    return lm, sents, enc, oov, where
+
+
+@click.command("ppl")
+@click.argument("model_path", metavar="MODEL")
+@click.argument("text", default="-")
+@click.option("--split", default="test", show_default=True, help="Split of a named corpus.")
+@click.option("--data-dir", envvar="NGRAMLM_DATA_DIR", default=None)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@_tokenizer_options
+def ppl_cmd(model_path, text, split, data_dir, as_json, tokenizer, lower, normalize):
+    """Perplexity of MODEL (n-gram, ARPA or neural checkpoint) on TEXT (file, '-', or corpus name)."""
+    if _is_neural(model_path):
+        from neural.commands import ppl_summary
+
+        summary = ppl_summary(model_path, text, split=split, data_dir=data_dir)
+        click.echo(json.dumps(summary, indent=2) if as_json else "\n".join(f"{k}: {v}" for k, v in summary.items()))
+        return
+    lm, sents, enc, oov, where = _prepare_text(model_path, text, split, data_dir, tokenizer, lower, normalize)
+    r = lm.perplexity_report(enc, oov=oov)
+    if as_json:
+        d = r.to_dict()
+        d.update({"model": str(model_path), "text": where, "order": lm.order_, "smoothing": lm.smoother_name_})
+        click.echo(json.dumps(d, indent=2))
+        return
+    click.echo(f"file {where}: {r.sentences} sentences, {r.words} words, {r.oovs} OOVs")
+    click.echo(f"{r.zero_probs} zeroprobs, logprob= {r.log10_prob:.6f} ppl= {r.ppl:.6f} ppl1= {r.ppl1:.6f}")
+    click.echo(f"Perplexity including OOVs:\t{r.ppl:.6f}")
+    click.echo(f"Perplexity excluding OOVs:\t{r.ppl_excluding_oovs:.6f}")
+    click.echo(f"Tokens predicted:\t{r.tokens}  (words + sentence ends; <s> is never predicted)")
+    if r.zero_probs:
+        click.echo(f"Note: {r.zero_probs} events have probability 0 under {lm.smoother_name_}; their perplexity "
+                   "is infinite, so the figures above leave them out.")
+    if not lm.is_distribution_:
+        click.echo(f"Note: {lm.smoother_name_} scores are not a probability distribution; this is not a true perplexity.")
+
+
+@click.command("score")
+@click.argument("model_path", metavar="MODEL")
+@click.argument("text", default="-")
+@click.option("--per-token", is_flag=True, help="One line per predicted token: token, log10 p, matched order, OOV.")
+@click.option("--split", default="test", show_default=True)
+@click.option("--data-dir", envvar="NGRAMLM_DATA_DIR", default=None)
+@_tokenizer_options
+def score_cmd(model_path, text, per_token, split, data_dir, tokenizer, lower, normalize):
+    """Per-sentence (log10 prob, then the sentence) or per-token scores of TEXT."""
+    import numpy as np
+
+    lm, sents, enc, oov, _ = _prepare_text(model_path, text, split, data_dir, tokenizer, lower, normalize)
+    s = lm.token_scores(enc, oov=oov)
+    out = []
+    if per_token:
+        i = 0
+        for sent in sents:
+            for tok in list(sent) + [lm.vocab_.eos_token]:
+                out.append(f"{tok}\t{s.log10_prob[i]:.6f}\t{int(s.ngram_length[i])}\t{'OOV' if s.oov[i] else ''}".rstrip())
+                i += 1
+            out.append("")
+    else:
+        cs = np.concatenate([[0.0], np.cumsum(s.log10_prob)])
+        tot = cs[enc.starts[1:]] - cs[enc.starts[:-1]]
+        for sent, lp in zip(sents, tot):
+            out.append(f"{lp:.6f}\t{' '.join(sent)}")
+    click.echo("\n".join(out))
+
+
+# ----------------------------------------------------------------------------- generate / arpa
+@click.command("generate")
+@click.argument("model_path", metavar="MODEL")
+@click.option("--num-words", "-n", type=int, default=30, show_default=True)
+@click.option("--prompt", default="", help="Words to start from.")
+@click.option("--temperature", type=float, default=1.0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--sentences", type=int, default=1, show_default=True, help="How many sentences to sample.")
+def generate_cmd(model_path, num_words, prompt, temperature, seed, sentences):
+    """Sample text from MODEL (n-gram, ARPA or neural checkpoint)."""
+    if _is_neural(model_path):
+        from neural.commands import generate_text
+
+        click.echo(generate_text(model_path, prompt=prompt, max_tokens=num_words, temperature=temperature, seed=seed))
+        return
+    import numpy as np
+
+    from corpora.tokenize import detokenize, make_tokenizer, TokenizerSpec
+
+    lm = load_model(model_path)
+    spec = lm.vocab_.tokenizer or TokenizerSpec()
+    ctx = make_tokenizer(spec)(prompt) if prompt else []
+    rng = np.random.default_rng(seed)
+    for _ in range(sentences):
+        words = lm.generate(num_words=num_words, context=ctx, temperature=temperature, random_state=rng)
+        click.echo(detokenize(ctx + words, spec))
+
+
+@click.command("export-arpa")
+@click.argument("model_path", metavar="MODEL")
+@click.argument("output", type=click.Path(dir_okay=False))
+def export_arpa_cmd(model_path, output):
+    """Write MODEL as an ARPA file (readable by KenLM and SRILM)."""
+    from ngramlm.arpa import write_arpa
+
+    write_arpa(load_model(model_path), output)
+    click.echo(f"wrote {output}", err=True)
+
+
+@click.command("import-arpa")
+@click.argument("arpa_path", metavar="ARPA")
+@click.argument("output", type=click.Path(dir_okay=False))
+def import_arpa_cmd(arpa_path, output):
+    """Read an ARPA file (e.g. from KenLM's lmplz) into the fast native format."""
+    from ngramlm.arpa import read_arpa
+
+    lm = read_arpa(arpa_path)
+    lm.save(output)
+    click.echo(f"{lm!r} -> {output}", err=True)
