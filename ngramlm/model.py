@@ -169,11 +169,16 @@ class NgramLM:
         """gid[k-1][t]: index in order k of the k-gram *ending* at padded position t, or -1."""
         V = len(self.vocab_)
         gids = [tokens.astype(np.int64)]
+        # A history continues only where positions are consecutive (rows of a batch
+        # of queries are separate sentences even when they carry no <s>).
+        linked = np.zeros(len(pos), dtype=bool)
+        linked[1:] = pos[1:] == pos[:-1] + 1
+        self._linked = linked
         for k in range(2, self.order_ + 1):
             prev = np.empty_like(gids[-1])
             prev[0] = -1
             prev[1:] = gids[-1][:-1]
-            q = np.where((pos >= k - 1) & (prev >= 0), prev * V + tokens, -1)
+            q = np.where((pos >= k - 1) & (prev >= 0) & linked, prev * V + tokens, -1)
             gids.append(lookup(self.keys_[k - 1], q))
         return gids
 
@@ -195,6 +200,7 @@ class NgramLM:
             ctx = np.empty(len(tokens), dtype=np.int64)
             ctx[0] = -1
             ctx[1:] = gids[j - 1][:-1]
+            ctx[~self._linked] = -1
             applies = (matched <= j) & (pos >= j)
             if not applies.any():
                 continue
@@ -225,6 +231,7 @@ class NgramLM:
                 ctx = np.empty(len(tokens), dtype=np.int64)
                 ctx[0] = -1
                 ctx[1:] = gids[o - 2][:-1]
+                ctx[~self._linked] = -1
                 cs = ctx[sel]
                 tot = np.zeros(len(cs))
                 ok = cs >= 0

@@ -232,8 +232,10 @@ class AbsoluteDiscounting(Smoother):
 
     name = "absolute"
 
-    def __init__(self, *, discount: Optional[float] = None) -> None:
+    def __init__(self, *, discount: Optional[float] = None,
+                 discount_fallback: Optional[Sequence[float]] = None) -> None:
         self.discount = discount
+        self.discount_fallback = discount_fallback
 
     def estimate(self, counts: NgramCounts, n_types: int) -> BackoffTables:
         raw = _raw_counts(counts)
@@ -245,8 +247,11 @@ class AbsoluteDiscounting(Smoother):
             else:
                 nc = count_of_counts(c[c > 0], 2)
                 if nc[1] == 0 or nc[2] == 0:
-                    raise _discount_error("absolute", k, f"count-of-counts n1={nc[1]}, n2={nc[2]}")
-                D = nc[1] / (nc[1] + 2.0 * nc[2])
+                    if self.discount_fallback is None:
+                        raise _discount_error("absolute", k, f"count-of-counts n1={nc[1]}, n2={nc[2]}")
+                    D = float(list(self.discount_fallback)[0])
+                else:
+                    D = nc[1] / (nc[1] + 2.0 * nc[2])
             ds.append(D)
             parent = np.zeros(len(c), dtype=np.int64) if k == 1 else counts.tables[k - 1].parent
             n_ctx = 1 if k == 1 else len(counts.tables[k - 2])

@@ -1,0 +1,167 @@
+"""Smoothers: hand-computed values, sums to one, degenerate counts."""
+import math
+
+import numpy as np
+import pytest
+
+from corpora import Vocab
+from corpora.errors import InputError
+from ngramlm import NgramLM
+
+# Toy corpus, padded:  <s> a b </s> | <s> a </s> | <s> b a </s>
+TOY = [["a", "b"], ["a"], ["b", "a"]]
+
+
+def fit(smoothing, order=2, sents=TOY, **kw):
+    v = Vocab().fit(sents)
+    return NgramLM(order=order, smoothing=smoothing, **kw).fit(v.encode_sentences(sents), vocab=v), v
+
+
+# Predicted types: a, b, </s>, <unk>  -> |V| = 4.
+def test_mle_hand_values():
+    lm, _ = fit("mle")
+    # c(<s> a) = 2, c(<s>) as a context = 3  ->  2/3
+    assert lm.prob("a", ["<s>"]) == pytest.approx(2 / 3)
+    # c(a b) = 1, c(a .) = c(a b) + c(a </s>) + c(a </s>) = 3 -> 1/3
+    assert lm.prob("b", ["<s>", "a"]) == pytest.approx(1 / 3)
+    assert lm.prob("a", ["<s>", "a"]) == 0.0
+
+
+def test_laplace_and_lidstone_hand_values():
+    lm, _ = fit("laplace")
+    assert lm.prob("b", ["<s>", "a"]) == pytest.approx((1 + 1) / (3 + 4))
+    assert lm.prob("a", ["<s>", "a"]) == pytest.approx((0 + 1) / (3 + 4))
+    lm, _ = fit("addk", k=0.5)
+    assert lm.prob("</s>", ["<s>", "a"]) == pytest.approx((2 + 0.5) / (3 + 0.5 * 4))
+
+
+def test_witten_bell_hand_values():
+    lm, _ = fit("wb")
+    # unigrams: c(a)=3, c(b)=2, c(</s>)=3, N=8, T=3 types seen:  p(w) = (c + T/|V|) / (N + T)
+    p_uni = {"a": (3 + 3 / 4) / 11, "b": (2 + 3 / 4) / 11, "</s>": (3 + 3 / 4) / 11}
+    assert lm.prob("a") == pytest.approx(p_uni["a"])
+    # context a: c(a b)=1, c(a </s>)=2 -> c(a)=3, N1+(a .)=2
+    assert lm.prob("b", ["<s>", "a"]) == pytest.approx((1 + 2 * p_uni["b"]) / 5)
+    assert lm.prob("a", ["<s>", "a"]) == pytest.approx((0 + 2 * p_uni["a"]) / 5)
+
+
+def test_absolute_discounting_hand_values():
+    lm, _ = fit("absolute", discount=0.5)
+    p_a = (3 - 0.5) / 8 + (0.5 * 3 / 8) / 4
+    assert lm.prob("a") == pytest.approx(p_a)
+    p_b = (2 - 0.5) / 8 + (0.5 * 3 / 8) / 4
+    # context a: 2 continuation types, total 3
+    assert lm.prob("b", ["<s>", "a"]) == pytest.approx((1 - 0.5) / 3 + 0.5 * 2 / 3 * p_b)
+
+
+def test_kneser_ney_continuation_counts_hand_values():
+    lm, _ = fit("kn", order=2, discount_fallback=None, sents=TOY + [["a", "b"], ["c", "b", "a", "b"]])
+    # Recomputed independently below with plain dicts.
+    sents = TOY + [["a", "b"], ["c", "b", "a", "b"]]
+    big = {}
+    for s in sents:
+        p = ["<s>"] + s + ["</s>"]
+        for i in range(len(p) - 1):
+            big[(p[i], p[i + 1])] = big.get((p[i], p[i + 1]), 0) + 1
+    cont = {}
+    for (u, w) in big:
+        cont[w] = cont.get(w, 0) + 1
+    n1 = sum(1 for c in cont.values() if c == 1)
+    n2 = sum(1 for c in cont.values() if c == 2)
+    d1 = n1 / (n1 + 2 * n2)
+    tot1 = sum(cont.values())
+    types = 5  # a b c </s> <unk>
+    p1 = {w: (cont.get(w, 0) - d1 if cont.get(w, 0) else 0) / tot1 + d1 * len(cont) / tot1 / types
+          for w in ["a", "b", "c", "</s>", "<unk>"]}
+    m1 = sum(1 for c in big.values() if c == 1)
+    m2 = sum(1 for c in big.values() if c == 2)
+    d2 = m1 / (m1 + 2 * m2)
+    ctx = {u: sum(c for (x, _), c in big.items() if x == u) for (u, _) in big}
+    nctx = {u: sum(1 for (x, _) in big if x == u) for (u, _) in big}
+    for u in ["<s>", "a", "b"]:
+        for w in ["a", "b", "</s>", "c"]:
+            c = big.get((u, w), 0)
+            want = max(c - d2, 0) / ctx[u] + d2 * nctx[u] / ctx[u] * p1[w]
+            assert lm.prob(w, ["<s>", u] if u != "<s>" else ["<s>"]) == pytest.approx(want, rel=1e-12), (u, w)
+
+
+def test_stupid_backoff_values_and_flag():
+    lm, _ = fit("stupid", alpha=0.4)
+    assert not lm.is_distribution_
+    assert lm.prob("b", ["<s>", "a"]) == pytest.approx(1 / 3)
+    # unseen bigram a a: 0.4 * c(a)/N = 0.4 * 3/8
+    assert lm.prob("a", ["<s>", "a"]) == pytest.approx(0.4 * 3 / 8)
+
+
+ALL_DISTRIBUTIONS = ["mkn", "kn", "absolute", "wb", "jm", "katz", "addk", "laplace"]
+
+
+@pytest.fixture(scope="module")
+def timemachine(shared_corpora):
+    from corpora import load_corpus, prepare
+
+    return prepare(load_corpus("timemachine", data_dir=shared_corpora))
+
+
+@pytest.mark.parametrize("smoothing", ALL_DISTRIBUTIONS)
+@pytest.mark.parametrize("order", [1, 2, 3, 5, 10])
+def test_distributions_sum_to_one(timemachine, smoothing, order):
+    ds = timemachine
+    kw = {"lambdas": [0.6] * order} if smoothing == "jm" else {}
+    if smoothing == "addk":
+        kw["k"] = 0.05
+    if smoothing in ("mkn", "kn", "absolute"):
+        kw["discount_fallback"] = (0.5, 1.0, 1.5)  # high orders of a small book are degenerate
+    if smoothing == "katz":
+        kw["discount_fallback"] = True
+    lm = NgramLM(order=order, smoothing=smoothing, **kw).fit(ds["train"], vocab=ds.vocab)
+    rng = np.random.default_rng(order)
+    train = ds.corpus.sentences("train")
+    for _ in range(5):
+        s = train[rng.integers(len(train))]
+        i = int(rng.integers(0, len(s) + 1))
+        for ctx in (["<s>"] + s[:i], s[:i], ["never", "seen", "words"]):
+            p = lm.next_probs(ctx)
+            assert abs(p.sum() - 1.0) < 1e-9, (smoothing, order, ctx)
+            assert p[0] == 0 and p[1] == 0  # <pad>, <s> never predicted
+            if smoothing != "mle":
+                assert (p[2:] > 0).all()
+
+
+def test_mle_reports_zero_probabilities(timemachine):
+    lm = NgramLM(order=3, smoothing="mle").fit(timemachine["train"], vocab=timemachine.vocab)
+    r = lm.perplexity_report(timemachine["test"])
+    assert r.zero_probs > 0
+    assert math.isfinite(r.ppl)
+    assert lm.perplexity(timemachine["test"]) == math.inf
+    # seen contexts still sum to 1
+    assert lm.next_probs(["<s>", "the"]).sum() == pytest.approx(1.0)
+
+
+def test_jelinek_mercer_tuning_beats_fixed_weights(timemachine):
+    ds = timemachine
+    tuned = NgramLM(order=3, smoothing="jm").fit(ds["train"], vocab=ds.vocab, heldout=ds["valid"])
+    fixed = NgramLM(order=3, smoothing="jm", lambdas=[0.5, 0.5, 0.5]).fit(ds["train"], vocab=ds.vocab)
+    assert tuned.perplexity_report(ds["valid"]).ppl < fixed.perplexity_report(ds["valid"]).ppl
+    assert all(0 < x < 1 for x in tuned.info_["lambdas"])
+
+
+def test_jelinek_mercer_without_weights_or_heldout_is_an_error(timemachine):
+    with pytest.raises(InputError, match="held-out"):
+        NgramLM(order=2, smoothing="jm").fit(timemachine["train"], vocab=timemachine.vocab)
+
+
+def test_degenerate_count_of_counts_explains_and_offers_fallback():
+    sents = [["x", "y", "z"]] * 3
+    v = Vocab().fit(sents)
+    with pytest.raises(InputError) as e:
+        NgramLM(order=3, smoothing="mkn").fit(v.encode_sentences(sents), vocab=v)
+    msg = str(e.value)
+    assert "adjusted count" in msg and "--discount-fallback" in msg
+    lm = NgramLM(order=3, smoothing="mkn", discount_fallback=(0.5, 1.0, 1.5)).fit(v.encode_sentences(sents), vocab=v)
+    assert lm.next_probs(["<s>", "x"]).sum() == pytest.approx(1.0)
+
+
+def test_unknown_smoother():
+    with pytest.raises(InputError, match="unknown smoother"):
+        fit("good-turing-ish")
