@@ -172,6 +172,33 @@ class Vocab:
             starts.append(len(flat))
         return EncodedText(np.asarray(flat, dtype=ID_DTYPE), np.asarray(starts, dtype=np.int64))
 
+    def fit_encode_lines(self, lines: Sequence[str], tokenize) -> "EncodedText":
+        """Fit on lines of training text and encode them in one pass (the fast path).
+
+        Equivalent to ``fit(sents).encode_sentences(sents)`` with ``sents`` the
+        tokenized non-empty lines, but counts all tokens at once with a C-level
+        Counter and maps them with one ``np.fromiter`` instead of per-sentence loops.
+        """
+        self._check_params()
+        marker = "\x00"  # never produced by a tokenizer: decode_text rejects NUL bytes
+        toks: list = []
+        for line in lines:
+            t = tokenize(line)
+            if t:
+                toks.extend(t)
+                toks.append(marker)
+        counts = Counter(toks)
+        counts.pop(marker, None)
+        self.fit_counts(counts)
+        lookup = dict(self.stoi_)
+        for w in counts:
+            lookup.setdefault(w, UNK_ID)
+        lookup[marker] = EOS_ID
+        ids = np.fromiter(map(lookup.__getitem__, toks), dtype=ID_DTYPE, count=len(toks))
+        del toks
+        ends = np.flatnonzero(ids == EOS_ID) + 1
+        return EncodedText(ids, np.concatenate([[0], ends]).astype(np.int64))
+
     # ------------------------------------------------------------------ statistics
     def oov_count(self, sentences: Iterable[Sequence[str]]) -> tuple[int, int]:
         """``(n_oov, n_tokens)`` over word tokens (sentence ends excluded).

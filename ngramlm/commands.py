@@ -164,18 +164,36 @@ def train_cmd(text, output, order, smoothing, add_k, discount, discount_fallback
             raise InputError(f"the vocabulary was built with tokenizer {vocab.tokenizer.describe()}, "
                              f"not {spec.describe()}", path=vocab_path, fix="drop the tokenizer options")
         spec = spec or vocab.tokenizer
-    sents, used_spec, where = load_sentences(text, split=split, data_dir=data_dir, tokenizer_spec=spec)
-    if not sents or not any(sents):
-        raise InputError("the training text has no tokens", path=where, fix="pass a non-empty text")
     from corpora.registry import REGISTRY
 
     unk = REGISTRY[text].unk_token if text in REGISTRY else None
-    if not vocab_path:
-        vocab = Vocab(min_count=min_count, max_size=max_size, unk_token=unk or "<unk>", tokenizer=used_spec).fit(sents)
-    click.echo(f"training {order}-gram {smoother.name} on {where}: {len(sents)} sentences, "
-               f"{sum(map(len, sents))} words, {vocab.n_types} types", err=True)
-    enc = vocab.encode_sentences(sents)
-    del sents
+    fast = _plain_training_file(text, split, data_dir) if not vocab_path else None
+    if fast is not None:
+        # Fast path: count and encode straight from the lines (no list of sentences).
+        from corpora.textio import iter_lines
+        from corpora.tokenize import TokenizerSpec, make_tokenizer
+
+        path, spec0, line_filter = fast
+        used_spec = spec or spec0
+        lines = [line for _, line in iter_lines(path)]
+        if line_filter:
+            from corpora.corpus import LINE_FILTERS
+
+            lines = [LINE_FILTERS[line_filter](x) for x in lines]
+        vocab = Vocab(min_count=min_count, max_size=max_size, unk_token=unk or "<unk>", tokenizer=used_spec)
+        enc = vocab.fit_encode_lines(lines, make_tokenizer(used_spec))
+        del lines
+        where = f"{text}:{split}" if text in REGISTRY else str(path)
+    else:
+        sents, used_spec, where = load_sentences(text, split=split, data_dir=data_dir, tokenizer_spec=spec)
+        if not vocab_path:
+            vocab = Vocab(min_count=min_count, max_size=max_size, unk_token=unk or "<unk>", tokenizer=used_spec).fit(sents)
+        enc = vocab.encode_sentences(sents)
+        del sents
+    if enc.n_sentences == 0 or enc.n_words == 0:
+        raise InputError("the training text has no tokens", path=where, fix="pass a non-empty text")
+    click.echo(f"training {order}-gram {smoother.name} on {where}: {enc.n_sentences} sentences, "
+               f"{enc.n_words} words, {vocab.n_types} types", err=True)
     heldout = None
     if smoother.name == "jm" and lam is None:
         h_sents, _, _ = load_sentences(tune_on if text not in REGISTRY or Path(tune_on).exists() else text,
@@ -188,6 +206,23 @@ def train_cmd(text, output, order, smoothing, add_k, discount, discount_fallback
     click.echo(f"{lm!r} -> {output} ({time.perf_counter() - t0:.2f} s)", err=True)
     if lm.info_:
         click.echo(f"smoothing: {json.dumps(lm.info_)}", err=True)
+
+
+def _plain_training_file(text: str, split: str, data_dir):
+    """(path, tokenizer spec, line filter) when TEXT's training split is one whole file."""
+    from corpora.datadir import resolve_data_dir
+    from corpora.registry import REGISTRY
+    from corpora.tokenize import TokenizerSpec
+
+    if text in REGISTRY:
+        spec = REGISTRY[text]
+        if spec.generated or spec.single_file or spec.sentence_mode != "lines" or spec.keep_empty_lines:
+            return None
+        path = resolve_data_dir(data_dir) / spec.name / spec.files[split]
+        return (path, spec.tokenizer, spec.line_filter) if path.exists() else None
+    if text == "-" or not Path(text).is_file():
+        return None
+    return Path(text), TokenizerSpec(), None
 
 
 def save_model(lm, output: str) -> None:

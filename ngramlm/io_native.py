@@ -53,9 +53,28 @@ def save_native(model, path: os.PathLike | str) -> None:
         else:
             arrays[f"count{k}"] = model.counts_[k - 1]
             arrays[f"ctx{k}"] = model.ctx_total_[k - 1]
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    atomic_write_bytes(path, buf.getvalue())
+    _atomic_savez(path, arrays)
+
+
+def _atomic_savez(path: os.PathLike | str, arrays: dict) -> None:
+    """np.savez straight into a temp file in the target folder, fsync, then rename."""
+    import tempfile
+
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **arrays)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
 
 
 def is_native(path: os.PathLike | str) -> bool:
@@ -122,8 +141,8 @@ def load_native(path: os.PathLike | str):
         m.info_ = meta.get("info", {})
         m.keys_ = [arrays[f"keys{k}"].astype(np.int64, copy=False) for k in range(1, order + 1)]
         if m.kind_ == "backoff":
-            m.log10_prob_ = [arrays[f"logp{k}"].astype(np.float64) for k in range(1, order + 1)]
-            m.log10_backoff_ = [arrays[f"bo{k}"].astype(np.float64) for k in range(1, order)] + [np.zeros(0)]
+            m.log10_prob_ = [arrays[f"logp{k}"] for k in range(1, order + 1)]
+            m.log10_backoff_ = [arrays[f"bo{k}"] for k in range(1, order)] + [np.zeros(0, dtype=np.float32)]
             sizes_ok = all(len(m.log10_prob_[k]) == len(m.keys_[k]) for k in range(order)) and all(
                 len(m.log10_backoff_[k]) == len(m.keys_[k]) for k in range(order - 1))
         else:
