@@ -246,12 +246,17 @@ def _rows_index(table: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 def lookup(sorted_keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
     """Index of each query in ``sorted_keys``, or -1 when absent (negative queries are absent)."""
+    out = np.full(len(queries), -1, dtype=np.int64)
     if len(sorted_keys) == 0:
-        return np.full(len(queries), -1, dtype=np.int64)
-    idx = np.searchsorted(sorted_keys, queries)
+        return out
+    # Search only the live queries: at higher orders most histories are already unknown.
+    live = np.flatnonzero(queries >= 0)
+    q = queries[live]
+    idx = np.searchsorted(sorted_keys, q)
     np.minimum(idx, len(sorted_keys) - 1, out=idx)
-    found = (sorted_keys[idx] == queries) & (queries >= 0)
-    return np.where(found, idx, -1)
+    hit = sorted_keys[idx] == q
+    out[live[hit]] = idx[hit]
+    return out
 
 
 def check_order(order: object) -> int:
