@@ -47,9 +47,9 @@ def save_native(model, path: os.PathLike | str) -> None:
     for k in range(1, model.order_ + 1):
         arrays[f"keys{k}"] = model.keys_[k - 1]
         if model.kind_ == "backoff":
-            arrays[f"logp{k}"] = model.log10_prob_[k - 1].astype(np.float32)
+            arrays[f"logp{k}"] = model.log10_prob_[k - 1]
             if k < model.order_:
-                arrays[f"bo{k}"] = model.log10_backoff_[k - 1].astype(np.float32)
+                arrays[f"bo{k}"] = model.log10_backoff_[k - 1]
         else:
             arrays[f"count{k}"] = model.counts_[k - 1]
             arrays[f"ctx{k}"] = model.ctx_total_[k - 1]
@@ -142,7 +142,7 @@ def load_native(path: os.PathLike | str):
         m.keys_ = [arrays[f"keys{k}"].astype(np.int64, copy=False) for k in range(1, order + 1)]
         if m.kind_ == "backoff":
             m.log10_prob_ = [arrays[f"logp{k}"] for k in range(1, order + 1)]
-            m.log10_backoff_ = [arrays[f"bo{k}"] for k in range(1, order)] + [np.zeros(0, dtype=np.float32)]
+            m.log10_backoff_ = [arrays[f"bo{k}"] for k in range(1, order)] + [np.zeros(0)]
             sizes_ok = all(len(m.log10_prob_[k]) == len(m.keys_[k]) for k in range(order)) and all(
                 len(m.log10_backoff_[k]) == len(m.keys_[k]) for k in range(order - 1))
         else:

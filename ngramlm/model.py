@@ -153,9 +153,9 @@ class NgramLM:
         else:
             tables: BackoffTables = smoother.estimate(counts, vocab.n_types)
             self.kind_ = "backoff"
-            # float32 like KenLM: halves memory; perplexities move by < 1e-7 relative.
-            self.log10_prob_ = [np.asarray(p, dtype=np.float32) for p in tables.log10_prob]
-            self.log10_backoff_ = [np.asarray(b, dtype=np.float32) for b in tables.log10_backoff]
+            # float64 end to end, so every p(.|h) sums to 1 within 1e-9 (KenLM uses float32).
+            self.log10_prob_ = [np.asarray(p, dtype=np.float64) for p in tables.log10_prob]
+            self.log10_backoff_ = [np.asarray(b, dtype=np.float64) for b in tables.log10_backoff]
             self.missing_backoff_ = float(tables.missing_backoff)
             self.is_distribution_ = tables.is_distribution
             self.info_ = tables.info
