@@ -104,10 +104,8 @@ def _is_neural(path: str) -> bool:
 
     if is_native(path):
         return False
-    try:
-        from neural.commands import is_checkpoint  # imports torch lazily
-    except ImportError:
-        return False
+    from neural.sniff import is_checkpoint  # no torch import: a zip sniff
+
     return bool(is_checkpoint(path))
 
 
@@ -255,10 +253,10 @@ def _prepare_text(model_path, text, split, data_dir, tokenizer, lower, normalize
 def ppl_cmd(model_path, text, split, data_dir, as_json, tokenizer, lower, normalize):
     """Perplexity of MODEL (n-gram, ARPA or neural checkpoint) on TEXT (file, '-', or corpus name)."""
     if _is_neural(model_path):
-        from neural.commands import ppl_summary
+        from neural.commands import format_summary, ppl_summary
 
-        summary = ppl_summary(model_path, text, split=split, data_dir=data_dir)
-        click.echo(json.dumps(summary, indent=2) if as_json else "\n".join(f"{k}: {v}" for k, v in summary.items()))
+        summary = ppl_summary(model_path, None if text == "-" else text, split=split, data_dir=data_dir)
+        click.echo(json.dumps(summary, indent=2) if as_json else format_summary(summary))
         return
     lm, sents, enc, oov, where = _prepare_text(model_path, text, split, data_dir, tokenizer, lower, normalize)
     r = lm.perplexity_report(enc, oov=oov)
@@ -319,10 +317,8 @@ def score_cmd(model_path, text, per_token, split, data_dir, tokenizer, lower, no
 def generate_cmd(model_path, num_words, prompt, temperature, seed, sentences):
     """Sample text from MODEL (n-gram, ARPA or neural checkpoint)."""
     if _is_neural(model_path):
-        from neural.commands import generate_text
-
-        click.echo(generate_text(model_path, prompt=prompt, max_tokens=num_words, temperature=temperature, seed=seed))
-        return
+        raise click.UsageError(f"for a neural checkpoint use: ngramlm neural generate {model_path} "
+                               "--strategy greedy|beam|sample ...")
     import numpy as np
 
     from corpora.tokenize import detokenize, make_tokenizer, TokenizerSpec

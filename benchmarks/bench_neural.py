@@ -1,0 +1,276 @@
+"""Benchmarks of the neural LMs on CPU: throughput against a plain PyTorch baseline, and perplexity in a time budget.
+
+Sub-commands (``python benchmarks/bench_neural.py COMMAND --help``):
+
+``peak``        the CPU's matmul peak (fp32 and bf16) with a big square product.
+``throughput``  training tokens/s of our Trainer against a plain PyTorch LSTM loop of the
+                same shape (Embedding -> LSTM -> Linear, SGD, batch 20 x 35), for a
+                fixed number of batches; the ratio; achieved FLOP/s as a share of peak.
+``train``       trains each model on PTB with a time budget (default 60 min per model)
+                and reports wall time, tokens/s, valid and test perplexity.
+``char``        a character-level run on The Time Machine; bits per character on the held-out tail.
+
+Perplexities come from the toolkit's full-pass evaluator (full softmax over the
+``n_types`` predicted types, every token of the split scored once).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from corpora import TokenizerSpec, load_corpus, prepare  # noqa: E402
+from neural.config import RNNConfig, TrainConfig, TransformerConfig  # noqa: E402
+from neural.evaluate import evaluate  # noqa: E402
+from neural.models import build_model  # noqa: E402
+from neural.train import Trainer  # noqa: E402
+
+DATA_DIR = os.environ.get("NGRAMLM_DATA_DIR", str(Path(__file__).resolve().parents[2] / "shared" / "corpora"))
+
+# The models the `train` benchmark runs, with the settings chosen from measured throughput
+# (see docs/neural.md): sizes that fit several epochs into the budget on 2 cores.
+PRESETS = {
+    "lstm": ("rnn", dict(cell="lstm", emb_size=400, hidden_size=400, n_layers=2, dropout=0.5, tie_weights=True),
+             dict(optimizer="sgd", lr=20.0, clip=0.25, batch_size=20, bptt=35, schedule="plateau", lr_decay=0.25)),
+    "gru": ("rnn", dict(cell="gru", emb_size=400, hidden_size=400, n_layers=2, dropout=0.5, tie_weights=True),
+            dict(optimizer="sgd", lr=20.0, clip=0.25, batch_size=20, bptt=35, schedule="plateau", lr_decay=0.25)),
+    "rnn_tanh": ("rnn", dict(cell="rnn_tanh", emb_size=400, hidden_size=400, n_layers=2, dropout=0.3, tie_weights=True),
+                 dict(optimizer="sgd", lr=1.0, clip=0.25, batch_size=20, bptt=35, schedule="plateau", lr_decay=0.25)),
+    "rnn_relu": ("rnn", dict(cell="rnn_relu", emb_size=400, hidden_size=400, n_layers=2, dropout=0.3, tie_weights=True),
+                 dict(optimizer="sgd", lr=0.5, clip=0.25, batch_size=20, bptt=35, schedule="plateau", lr_decay=0.25)),
+    "transformer": ("transformer", dict(d_model=256, n_layers=4, n_heads=4, d_ff=1024, block_size=128, dropout=0.3,
+                                        positional="learned", tie_weights=True),
+                    dict(optimizer="adamw", lr=1e-3, weight_decay=0.1, clip=1.0, batch_size=32, bptt=128,
+                         batch_scheme="random", schedule="cosine", warmup_steps=200)),
+}
+
+
+def flops_per_token(kind: str, cfg: dict, n_types: int) -> float:
+    """Multiply-adds x 2 of one forward token; training counts 3x (forward + backward for inputs and weights)."""
+    if kind == "rnn":
+        gates = {"lstm": 4, "gru": 3}.get(cfg["cell"], 1)
+        h, d, L = cfg["hidden_size"], cfg["emb_size"], cfg["n_layers"]
+        rec = sum(2 * gates * h * ((d if k == 0 else h) + h) for k in range(L))
+        return rec + 2 * h * n_types
+    d, L, ff, T = cfg["d_model"], cfg["n_layers"], cfg["d_ff"], cfg["block_size"]
+    per_layer = 2 * (3 * d * d + d * d + 2 * d * ff) + 2 * 2 * d * T / 2  # projections, FFN, attention (avg causal span)
+    return L * per_layer + 2 * d * n_types
+
+
+def measure_peak(threads: int, n: int = 2048, reps: int = 10) -> dict:
+    torch.set_num_threads(threads)
+    out = {}
+    for name, dt in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        a, b = torch.randn(n, n, dtype=dt), torch.randn(n, n, dtype=dt)
+        for _ in range(2):
+            a @ b
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            a @ b
+        out[name] = 2 * n ** 3 * reps / (time.perf_counter() - t0)
+    return out
+
+
+def load_ptb():
+    return prepare(load_corpus("ptb", data_dir=DATA_DIR))
+
+
+# ---------------------------------------------------------------------------- plain PyTorch baseline
+class PlainLSTMLM(nn.Module):
+    """The classic design, written plainly: time-major tensors, dropout, tied weights, full softmax."""
+
+    def __init__(self, n_ids: int, size: int, n_layers: int, dropout: float) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(n_ids, size)
+        self.lstm = nn.LSTM(size, size, n_layers, dropout=dropout)
+        self.out = nn.Linear(size, n_ids)
+        self.out.weight = self.emb.weight
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x, hidden):
+        h, hidden = self.lstm(self.drop(self.emb(x)), hidden)
+        return self.out(self.drop(h)), hidden
+
+
+def baseline_tokens_per_s(ids: np.ndarray, n_ids: int, size: int, n_layers: int, dropout: float, batches: int,
+                          batch_size: int = 20, bptt: int = 35, lr: float = 20.0, clip: float = 0.25) -> float:
+    torch.manual_seed(0)
+    model = PlainLSTMLM(n_ids, size, n_layers, dropout).train()
+    data = torch.as_tensor(ids[: (len(ids) // batch_size) * batch_size].astype(np.int64)).view(batch_size, -1).t()
+    hidden = None
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    loss_fn = nn.CrossEntropyLoss()
+    t0, tokens = time.perf_counter(), 0
+    for b in range(batches):
+        i = b * bptt
+        x, y = data[i:i + bptt], data[i + 1:i + 1 + bptt]
+        if hidden is not None:
+            hidden = tuple(h.detach() for h in hidden)
+        logits, hidden = model(x, hidden)
+        loss = loss_fn(logits.view(-1, n_ids), y.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), clip)
+        opt.step()
+        tokens += y.numel()
+    return tokens / (time.perf_counter() - t0)
+
+
+def ours_tokens_per_s(ds, kind: str, model_cfg: dict, train_cfg: dict, batches: int) -> float:
+    model = build_model(kind, {**model_cfg, "vocab_size": len(ds.vocab)}, seed=0)
+    cfg = TrainConfig(**{**train_cfg, "epochs": 1, "max_batches": batches, "patience": 0})
+    trainer = Trainer(model, ds.vocab, ds["train"].ids, ds["valid"].ids[:50], cfg, progress=False, log=lambda s: None)
+    result = trainer.fit()
+    return result.tokens_per_second
+
+
+@click.group()
+def cli() -> None:
+    """Neural LM benchmarks (see the module docstring)."""
+
+
+@cli.command()
+@click.option("--threads", type=int, default=2, show_default=True)
+def peak(threads):
+    """Matmul peak of this CPU."""
+    p = measure_peak(threads)
+    click.echo(f"peak matmul with {threads} threads: fp32 {p['fp32'] / 1e9:.1f} GFLOP/s, bf16 {p['bf16'] / 1e9:.1f} GFLOP/s")
+
+
+@cli.command()
+@click.option("--model", "names", multiple=True, default=("lstm",), show_default=True,
+              type=click.Choice(list(PRESETS)), help="Presets to measure (repeatable).")
+@click.option("--size", type=int, default=None, help="Override the RNN width (emb = hidden).")
+@click.option("--batches", type=int, default=100, show_default=True)
+@click.option("--threads", type=int, default=2, show_default=True)
+@click.option("--bf16", is_flag=True, help="Also measure our model under bf16 autocast.")
+@click.option("--impl", type=click.Choice(["fused", "scratch"]), default="fused", show_default=True)
+@click.option("--batch-size", type=int, default=None, help="Override the batch size of our run.")
+@click.option("--baseline/--no-baseline", default=True, show_default=True)
+def throughput(names, size, batches, threads, bf16, impl, batch_size, baseline):
+    """Training tokens/s: ours vs the plain PyTorch loop, and FLOP/s vs peak."""
+    torch.set_num_threads(threads)
+    ds = load_ptb()
+    p = measure_peak(threads)
+    click.echo(f"peak: fp32 {p['fp32'] / 1e9:.1f} GFLOP/s, bf16 {p['bf16'] / 1e9:.1f} GFLOP/s ({threads} threads)")
+    rows = []
+    for name in names:
+        kind, mcfg, tcfg = PRESETS[name]
+        mcfg = dict(mcfg)
+        tcfg = dict(tcfg)
+        if size and kind == "rnn":
+            mcfg.update(emb_size=size, hidden_size=size)
+        if kind == "rnn":
+            mcfg["impl"] = impl
+        else:
+            mcfg["attention"] = "scratch" if impl == "scratch" else "sdpa"
+        if batch_size:
+            tcfg["batch_size"] = batch_size
+        fpt = 3 * flops_per_token(kind, mcfg, ds.vocab.n_types)
+        variants = [False, True] if bf16 else [False]
+        for use_bf16 in variants:
+            tps = ours_tokens_per_s(ds, kind, mcfg, {**tcfg, "bf16": use_bf16}, batches)
+            peak_ref = p["bf16"] if use_bf16 else p["fp32"]
+            rows.append((f"ours {name}{' bf16' if use_bf16 else ''} ({impl})", tps, fpt * tps, fpt * tps / peak_ref))
+        if baseline and kind == "rnn" and mcfg["cell"] == "lstm":
+            btps = baseline_tokens_per_s(ds["train"].ids, len(ds.vocab), mcfg["hidden_size"], mcfg["n_layers"],
+                                         mcfg["dropout"], batches)
+            rows.append((f"plain PyTorch LSTM {mcfg['n_layers']}x{mcfg['hidden_size']}", btps, fpt * btps,
+                         fpt * btps / p["fp32"]))
+    for label, tps, fl, frac in rows:
+        click.echo(f"{label:<40} {tps:10,.0f} tokens/s  {fl / 1e9:7.1f} GFLOP/s  {100 * frac:5.1f}% of peak")
+    ours = [r for r in rows if r[0].startswith("ours lstm") and "bf16" not in r[0]]
+    base = [r for r in rows if r[0].startswith("plain")]
+    if ours and base:
+        click.echo(f"ratio ours / plain: {ours[0][1] / base[0][1]:.2f}")
+
+
+def _run_one(ds, name: str, minutes: float, out_dir: Path, threads: int, epochs: int, overrides: dict) -> dict:
+    kind, mcfg, tcfg = PRESETS[name]
+    mcfg = {**mcfg, **{k: v for k, v in overrides.items() if k in mcfg}}
+    tcfg = {**tcfg, **{k: v for k, v in overrides.items() if k not in mcfg}}
+    torch.set_num_threads(threads)
+    model = build_model(kind, {**mcfg, "vocab_size": len(ds.vocab)}, seed=1234)
+    cfg = TrainConfig(**{**tcfg, "epochs": epochs, "time_budget": minutes, "patience": 0})
+    out = out_dir / f"ptb-{name}.pt"
+    t0 = time.perf_counter()
+    res = Trainer(model, ds.vocab, ds["train"].ids, ds["valid"].ids, cfg, out=out,
+                  log=lambda s: click.echo(f"  [{name}] {s}", err=True)).fit()
+    best, _, _ = __import__("neural.checkpoint", fromlist=["load_model"]).load_model(res.best_checkpoint)
+    test = evaluate(best, ds["test"].ids)
+    return {"model": name, "wall_s": round(time.perf_counter() - t0, 1), "train_s": round(res.seconds, 1),
+            "epochs": round(res.epochs_done, 2), "tokens_per_s": round(res.tokens_per_second),
+            "best_valid_ppl": round(res.best_val_ppl, 2), "test_ppl": round(test.ppl, 2),
+            "test_tokens": test.n_predicted, "checkpoint": str(out)}
+
+
+@cli.command()
+@click.option("--model", "names", multiple=True, default=tuple(PRESETS), show_default=True,
+              type=click.Choice(list(PRESETS)), help="Models to train (repeatable).")
+@click.option("--minutes", type=float, default=60.0, show_default=True, help="Time budget per model.")
+@click.option("--epochs", type=int, default=100, show_default=True, help="Epoch cap (the budget usually ends first).")
+@click.option("--threads", type=int, default=2, show_default=True)
+@click.option("--out-dir", type=click.Path(file_okay=False), default="runs/bench", show_default=True)
+@click.option("--set", "sets", multiple=True, help="Override a preset value, e.g. --set hidden_size=300 --set lr=10.")
+@click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Also write the results as JSON.")
+def train(names, minutes, epochs, threads, out_dir, sets, json_out):
+    """Train on PTB within a time budget; report tokens/s, valid and test perplexity."""
+    overrides = {}
+    for s in sets:
+        k, _, v = s.partition("=")
+        try:
+            overrides[k] = json.loads(v)  # numbers, true/false
+        except json.JSONDecodeError:
+            overrides[k] = v  # plain strings such as sgd
+    ds = load_ptb()
+    results = []
+    for name in names:
+        r = _run_one(ds, name, minutes, Path(out_dir), threads, epochs, overrides)
+        results.append(r)
+        click.echo(json.dumps(r))
+    click.echo(f"\n{'model':<12} {'epochs':>7} {'tokens/s':>9} {'valid ppl':>10} {'test ppl':>9} {'wall s':>8}")
+    for r in results:
+        click.echo(f"{r['model']:<12} {r['epochs']:7.2f} {r['tokens_per_s']:9,} {r['best_valid_ppl']:10.2f} "
+                   f"{r['test_ppl']:9.2f} {r['wall_s']:8.0f}")
+    click.echo("references (PTB test ppl): KN5 141.2; Zaremba et al. 2x200 114.5; word_language_model 2x200 tied 6 ep 110.44")
+    if json_out:
+        Path(json_out).write_text(json.dumps(results, indent=2) + "\n")
+
+
+@cli.command()
+@click.option("--minutes", type=float, default=10.0, show_default=True)
+@click.option("--hidden", type=int, default=512, show_default=True)
+@click.option("--layers", type=int, default=2, show_default=True)
+@click.option("--threads", type=int, default=2, show_default=True)
+@click.option("--out-dir", type=click.Path(file_okay=False), default="runs/bench", show_default=True)
+def char(minutes, hidden, layers, threads, out_dir):
+    """Character-level LSTM on The Time Machine; bits per character on the held-out tail (test split)."""
+    torch.set_num_threads(threads)
+    ds = prepare(load_corpus("timemachine", data_dir=DATA_DIR, tokenizer=TokenizerSpec(kind="char")))
+    cfg = RNNConfig(vocab_size=len(ds.vocab), cell="lstm", emb_size=64, hidden_size=hidden, n_layers=layers,
+                    dropout=0.2, tie_weights=False)
+    model = build_model("rnn", cfg, seed=1234)
+    tcfg = TrainConfig(epochs=200, batch_size=32, bptt=100, optimizer="adamw", lr=2e-3, clip=1.0,
+                       schedule="plateau", lr_decay=0.5, patience=0, time_budget=minutes)
+    res = Trainer(model, ds.vocab, ds["train"].ids, ds["valid"].ids, tcfg, out=Path(out_dir) / "timemachine-char.pt",
+                  log=lambda s: click.echo(f"  [char] {s}", err=True)).fit()
+    best = __import__("neural.checkpoint", fromlist=["load_model"]).load_model(res.best_checkpoint)[0]
+    test = evaluate(best, ds["test"].ids)
+    # Every predicted token is a character (spaces are a symbol) or a line end.
+    click.echo(f"timemachine char LSTM {layers}x{hidden}: {res.epochs_done:.1f} epochs in {res.seconds:.0f} s, "
+               f"{res.tokens_per_second:,.0f} chars/s; test {test.n_predicted:,} chars, "
+               f"{test.bits_per_token:.3f} bits/char (ppl {test.ppl:.2f})")
+
+
+if __name__ == "__main__":
+    cli()

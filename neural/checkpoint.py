@@ -1,0 +1,151 @@
+"""One self-contained checkpoint file per model: weights, config, vocabulary and training state.
+
+Layout (plain containers only, written with ``torch.save``)::
+
+    {"format": "ngramlm.neural", "version": 1,
+     "model": {"kind": "rnn" | "transformer", "name": "lstm" | ..., "config": {...}},
+     "state_dict": {name: tensor},
+     "vocab": Vocab.to_dict(),                   # JSON-able
+     "train": None | {"config": TrainConfig dict, "optimizer": ..., "schedule": {...},
+                      "position": {"epoch": e, "batch": b}, "step": n, "best_val_ppl": x,
+                      "history": [...], "rng": {"torch": ByteTensor}, "carry_state": tensors | None,
+                      "data": {...}, "finished": bool}}
+
+It is read back with ``torch.load(..., weights_only=True)``: no module is pickled and
+no arbitrary object is ever unpickled.  Writes go to a temporary file in the same
+folder which is then renamed over the target, so an interruption never leaves a
+half-written checkpoint.
+"""
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from corpora.errors import InputError
+from corpora.textio import atomic_write_bytes
+from corpora.vocab import Vocab
+
+from .base import LanguageModel
+from .models import build_model, model_name
+from .sniff import FORMAT, FORMAT_VERSION, ZIP_MAGIC, is_checkpoint
+
+
+def checkpoint_bytes(model: LanguageModel, vocab: Vocab, train: Optional[dict] = None) -> bytes:
+    """The serialized checkpoint of ``model`` (+ vocabulary, + training state if given)."""
+    payload = {
+        "format": FORMAT,  # first key: is_checkpoint() finds it near the start of data.pkl
+        "version": FORMAT_VERSION,
+        "model": {"kind": model.kind, "name": model_name(model), "config": model.config.to_dict()},
+        "state_dict": {k: v.detach().clone() for k, v in model.state_dict().items()},
+        "vocab": vocab.to_dict(),
+        "train": train,
+        "torch_version": str(torch.__version__),
+    }
+    buf = io.BytesIO()
+    torch.save(payload, buf)
+    return buf.getvalue()
+
+
+def save_checkpoint(path: os.PathLike | str, model: LanguageModel, vocab: Vocab, train: Optional[dict] = None) -> None:
+    """Write ``model`` (+ vocabulary, + training state if given) to ``path`` atomically."""
+    atomic_write_bytes(path, checkpoint_bytes(model, vocab, train))
+
+
+def _why_not_checkpoint(path: Path) -> str:
+    with open(path, "rb") as fh:
+        head = fh.read(64)
+    if not head:
+        return "the file is empty"
+    if head[:1] == b"\x80":
+        return "it is a raw Python pickle; it is refused because unpickling can run arbitrary code"
+    if head[:4] == ZIP_MAGIC:
+        return "it is a zip/torch file without the ngramlm.neural format tag (not written by `ngramlm neural train`)"
+    if head[:2] == b"\x1f\x8b" or head.lstrip()[:1] in (b"{", b"\\") or head.isascii():
+        return "it looks like text, JSON or an n-gram model (score those with `ngramlm ppl`)"
+    return "unrecognised binary data"
+
+
+def load_checkpoint(path: os.PathLike | str) -> dict:
+    """Read and check a checkpoint; every failure is an :class:`InputError` naming the file."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such checkpoint file", path=p, fix="check the path (written by `ngramlm neural train --out`)")
+    if not is_checkpoint(p):
+        raise InputError(f"not a neural checkpoint: {_why_not_checkpoint(p)}", path=p,
+                         fix="pass a file written by `ngramlm neural train --out`")
+    try:
+        ckpt = torch.load(p, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any failure to read means a corrupt file
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+        detail = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else type(exc).__name__)
+        raise InputError(f"corrupt or truncated checkpoint ({detail[:240]})", path=p,
+                         fix="use the last good checkpoint (the .best file), or retrain") from None
+    if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
+        raise InputError("not a neural checkpoint (format tag missing)", path=p, fix="pass a file written by `ngramlm neural train`")
+    if ckpt.get("version") != FORMAT_VERSION:
+        raise InputError(f"checkpoint format version {ckpt.get('version')!r} is not supported (expected {FORMAT_VERSION})",
+                         path=p, fix="use the toolkit version that wrote it")
+    for key in ("model", "state_dict", "vocab"):
+        if key not in ckpt:
+            raise InputError(f"corrupt checkpoint: no {key!r} entry", path=p, fix="retrain or use another checkpoint")
+    return ckpt
+
+
+def model_from_checkpoint(ckpt: dict, *, path: Optional[os.PathLike | str] = None, impl: Optional[str] = None,
+                          expect_name: Optional[str] = None, expect_vocab: Optional[Vocab] = None):
+    """``(model, vocab)`` from a loaded checkpoint, checked against what the caller expects.
+
+    ``impl`` converts an RNN to the other implementation (fused <-> scratch), or for a
+    Transformer selects the attention implementation (``sdpa`` / ``scratch``).
+    """
+    info = ckpt["model"]
+    name = info.get("name")
+    if expect_name is not None and name != expect_name:
+        raise InputError(f"the checkpoint holds a {name} model, not {expect_name}", path=path,
+                         fix=f"pass --model {name}, or another --out/--resume file")
+    vocab = Vocab.from_dict(ckpt["vocab"], path=None if path is None else str(path))
+    if expect_vocab is not None and vocab != expect_vocab:
+        raise InputError(
+            f"the checkpoint was trained with another vocabulary ({vocab.n_types} types, "
+            f"{vocab.tokenizer.describe() if vocab.tokenizer else 'whitespace'}) than this corpus "
+            f"({expect_vocab.n_types} types, {expect_vocab.tokenizer.describe() if expect_vocab.tokenizer else 'whitespace'})",
+            path=path, fix="resume on the same corpus and tokenizer, or start a new run with another --out",
+        )
+    try:
+        model = build_model(info["kind"], dict(info["config"]))
+        model.load_state_dict(ckpt["state_dict"])
+    except InputError:
+        raise
+    except (KeyError, TypeError, RuntimeError) as exc:
+        raise InputError(f"checkpoint weights do not fit its model config ({str(exc).splitlines()[0][:200]})",
+                         path=path, fix="the file is corrupt; use another checkpoint") from None
+    if len(vocab) != model.config.vocab_size:
+        raise InputError(f"checkpoint vocabulary has {len(vocab)} ids but the model {model.config.vocab_size}",
+                         path=path, fix="the file is corrupt; use another checkpoint")
+    if impl is not None:
+        if model.kind == "rnn" and impl != model.config.impl:
+            model = model.convert(impl)
+        elif model.kind == "transformer":
+            attention = "scratch" if impl == "scratch" else "sdpa"
+            model.config.attention = attention
+            for block in model.blocks:
+                block.attn.impl = attention
+    model.eval()
+    return model, vocab
+
+
+def load_model(path: os.PathLike | str, **kwargs):
+    """``(model, vocab, checkpoint dict)`` from a file, in eval mode.  See :func:`model_from_checkpoint`."""
+    ckpt = load_checkpoint(path)
+    model, vocab = model_from_checkpoint(ckpt, path=path, **kwargs)
+    return model, vocab, ckpt
+
+
+def best_path(path: os.PathLike | str) -> Path:
+    """``run/lstm.pt`` -> ``run/lstm.best.pt``: where the best-validation weights are kept."""
+    p = Path(path)
+    return p.with_name(f"{p.stem}.best{p.suffix or '.pt'}")

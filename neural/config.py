@@ -1,0 +1,170 @@
+"""Configuration dataclasses for the neural language models and their training.
+
+Each model is rebuilt from its config alone (``build_model(kind, config_dict)``), so
+a checkpoint stores the config as a plain dict next to the weights.  Validation
+happens in ``validate()`` -- called by the models' constructors -- and raises
+:class:`~corpora.errors.InputError` with a fix, never an ``assert``.
+
+This module does not import torch.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Optional
+
+from corpora.errors import InputError
+
+CELLS = ("rnn_tanh", "rnn_relu", "lstm", "gru")
+IMPLS = ("fused", "scratch")
+MODEL_NAMES = CELLS + ("transformer",)
+
+
+def _positive(name: str, value: object, option: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InputError(f"{name} must be a positive integer, got {value!r}", fix=f"pass {option} 1 or more")
+
+
+def _probability(name: str, value: object, option: str) -> None:
+    if not isinstance(value, (int, float)) or not 0.0 <= float(value) < 1.0:
+        raise InputError(f"{name} must be in [0, 1), got {value!r}", fix=f"pass {option} between 0 and 0.9")
+
+
+class _Config:
+    """Shared helpers: plain-dict round trip that rejects unknown keys."""
+
+    def to_dict(self) -> dict:
+        return asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls, data: dict):
+        known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InputError(
+                f"unknown {cls.__name__} keys: {', '.join(unknown)}",
+                fix="the checkpoint was written by a newer version of the toolkit; upgrade it",
+            )
+        return cls(**data)
+
+
+@dataclass
+class RNNConfig(_Config):
+    """A recurrent LM: embedding -> stacked RNN/LSTM/GRU -> linear over the vocabulary."""
+
+    vocab_size: int  # ids incl. specials (len(vocab)); the output predicts vocab_size - 2 types
+    cell: str = "lstm"  # rnn_tanh | rnn_relu | lstm | gru
+    impl: str = "fused"  # fused: nn.LSTM & co (oneDNN kernels); scratch: the textbook equations in Python
+    emb_size: int = 200  # word embedding width
+    hidden_size: int = 200  # recurrent state width per layer
+    n_layers: int = 2
+    dropout: float = 0.2  # on the embeddings, between layers and before the output layer
+    tie_weights: bool = True  # share the embedding and output matrices (Press & Wolf 2017; Inan et al. 2017)
+    gru_reset: str = "after"  # where the GRU reset gate acts; "before" (textbook) exists only in scratch
+
+    def validate(self) -> None:
+        _positive("vocab_size", self.vocab_size, "a vocabulary with")
+        if self.cell not in CELLS:
+            raise InputError(f"unknown recurrent cell {self.cell!r}", fix=f"use one of {', '.join(CELLS)}")
+        if self.impl not in IMPLS:
+            raise InputError(f"unknown implementation {self.impl!r}", fix=f"use one of {', '.join(IMPLS)}")
+        _positive("emb_size", self.emb_size, "--emb-size")
+        _positive("hidden_size", self.hidden_size, "--hidden-size")
+        _positive("n_layers", self.n_layers, "--layers")
+        _probability("dropout", self.dropout, "--dropout")
+        if self.tie_weights and self.emb_size != self.hidden_size:
+            raise InputError(
+                f"tied weights need emb_size == hidden_size (got {self.emb_size} and {self.hidden_size}): "
+                "the output layer reuses the embedding matrix",
+                fix="pass equal --emb-size and --hidden-size, or --no-tie",
+            )
+        if self.gru_reset not in ("after", "before"):
+            raise InputError(f"gru_reset must be 'after' or 'before', got {self.gru_reset!r}", fix="use 'after'")
+        if self.gru_reset == "before" and (self.cell != "gru" or self.impl != "scratch"):
+            raise InputError(
+                "gru_reset='before' (the textbook GRU) exists only for --model gru --impl scratch",
+                fix="use --impl scratch, or the default gru_reset='after' which the fused GRU computes",
+            )
+
+
+@dataclass
+class TransformerConfig(_Config):
+    """A decoder-only Transformer LM with pre-norm blocks."""
+
+    vocab_size: int
+    d_model: int = 256  # width of the residual stream (= embedding width)
+    n_layers: int = 4
+    n_heads: int = 4  # must divide d_model
+    d_ff: int = 1024  # hidden width of the feed-forward block
+    block_size: int = 128  # longest context the model attends over (positions 0 .. block_size-1)
+    dropout: float = 0.1
+    positional: str = "sinusoidal"  # sinusoidal | learned
+    attention: str = "sdpa"  # sdpa: torch's scaled_dot_product_attention; scratch: explicit masked softmax
+    tie_weights: bool = True
+
+    def validate(self) -> None:
+        _positive("vocab_size", self.vocab_size, "a vocabulary with")
+        _positive("d_model", self.d_model, "--d-model")
+        _positive("n_layers", self.n_layers, "--layers")
+        _positive("n_heads", self.n_heads, "--heads")
+        _positive("d_ff", self.d_ff, "--d-ff")
+        _positive("block_size", self.block_size, "--block-size")
+        _probability("dropout", self.dropout, "--dropout")
+        if self.d_model % self.n_heads:
+            raise InputError(
+                f"--heads {self.n_heads} does not divide --d-model {self.d_model}: each head gets d_model / n_heads dims",
+                fix=f"choose heads among the divisors of {self.d_model}, e.g. {_divisor_hint(self.d_model)}",
+            )
+        if self.positional not in ("sinusoidal", "learned"):
+            raise InputError(f"unknown positional encoding {self.positional!r}", fix="use sinusoidal or learned")
+        if self.attention not in ("sdpa", "scratch"):
+            raise InputError(f"unknown attention implementation {self.attention!r}", fix="use sdpa or scratch")
+
+
+def _divisor_hint(n: int) -> str:
+    return ", ".join(str(d) for d in range(1, min(n, 16) + 1) if n % d == 0)
+
+
+@dataclass
+class TrainConfig(_Config):
+    """How a model is trained.  Stored in the checkpoint so a resumed run continues identically."""
+
+    epochs: int = 10
+    batch_size: int = 20  # rows per minibatch
+    bptt: int = 35  # tokens per row per minibatch (truncated-BPTT length / Transformer training length)
+    batch_scheme: str = "sequential"  # sequential: carry state across batches; random: random offsets, fresh state
+    optimizer: str = "sgd"  # sgd | adamw
+    lr: float = 20.0
+    momentum: float = 0.0  # SGD only
+    weight_decay: float = 0.0
+    clip: float = 0.25  # max global gradient norm (0 = no clipping)
+    schedule: str = "plateau"  # plateau: lr *= decay when valid ppl does not improve; cosine: warmup + cosine; constant
+    lr_decay: float = 0.25  # plateau factor
+    warmup_steps: int = 0  # cosine: linear warmup steps
+    min_lr_ratio: float = 0.1  # cosine: final lr = lr * min_lr_ratio
+    patience: int = 3  # early stopping: epochs without improvement of the validation ppl (0 = never stop early)
+    seed: int = 1234
+    time_budget: Optional[float] = None  # minutes; stop (evaluate + checkpoint) when exceeded
+    eval_batch_size: int = 1  # rows in the evaluation pass (1 = every token sees its whole history)
+    max_batches: Optional[int] = None  # stop an epoch after this many batches (--dry-run uses 1)
+    bf16: bool = False  # bfloat16 autocast for matmuls (CPU: needs AVX512-BF16/AMX to pay off)
+    checkpoint_minutes: float = 10.0  # also write the checkpoint mid-epoch this often (kill -9 safety)
+
+    def validate(self) -> None:
+        _positive("epochs", self.epochs, "--epochs")
+        _positive("batch_size", self.batch_size, "--batch-size")
+        _positive("bptt", self.bptt, "--bptt")
+        _positive("eval_batch_size", self.eval_batch_size, "--eval-batch-size")
+        if self.batch_scheme not in ("sequential", "random"):
+            raise InputError(f"unknown batch scheme {self.batch_scheme!r}", fix="use sequential or random")
+        if self.optimizer not in ("sgd", "adamw"):
+            raise InputError(f"unknown optimizer {self.optimizer!r}", fix="use sgd or adamw")
+        if self.schedule not in ("plateau", "cosine", "constant"):
+            raise InputError(f"unknown lr schedule {self.schedule!r}", fix="use plateau, cosine or constant")
+        if not self.lr > 0:
+            raise InputError(f"the learning rate must be > 0, got {self.lr!r}", fix="pass --lr, e.g. 20 for SGD, 1e-3 for AdamW")
+        if self.clip < 0:
+            raise InputError(f"--clip must be >= 0, got {self.clip}", fix="use 0 to disable clipping")
+        if self.time_budget is not None and not self.time_budget > 0:
+            raise InputError(f"--time-budget must be > 0 minutes, got {self.time_budget}", fix="omit it for no limit")
+        if self.max_batches is not None:
+            _positive("max_batches", self.max_batches, "--max-batches")

@@ -1,0 +1,148 @@
+"""Generating text from any model: greedy, beam search, sampling.
+
+Generation uses only the shared interface ``model(x, state=state)`` plus
+``model.select_state`` (beam search reorders hypotheses), so it works for every
+architecture.  The model first reads ``</s>`` + the prompt -- the same start symbol
+as in training and evaluation -- then extends it one token at a time.  ``<pad>`` and
+``<s>`` have probability 0 and are never produced.
+
+Beam search keeps the ``beam_size`` best partial hypotheses by total log-probability;
+a hypothesis is complete when it produces ``</s>`` or reaches ``max_len`` tokens.
+Complete hypotheses are ranked by the length-normalised score
+``score(y) = log P(y) / T**alpha`` (``alpha = 0``: raw log-probability, which favours
+short outputs; ``alpha = 1``: mean log-probability per token).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import torch
+import torch.nn.functional as F
+
+from corpora.errors import InputError
+from corpora.tokenize import detokenize, make_tokenizer
+from corpora.vocab import EOS_ID, Vocab
+
+from .base import LanguageModel
+from .data import with_start
+
+
+@dataclass
+class Hypothesis:
+    ids: list  # generated ids (the prompt excluded); ends with </s> when the model chose to stop
+    log_prob: float  # natural log of P(ids | prompt)
+    score: float  # log_prob / len(ids) ** alpha
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@torch.no_grad()
+def read_prompt(model: LanguageModel, prompt_ids: Sequence[int]):
+    """Feed ``</s>`` + prompt; return (log-probs of the next token (1, V), state)."""
+    model.eval()
+    stream = with_start(list(prompt_ids))[None]  # (1, P + 1)
+    step = model.eval_chunk_len()
+    state, logits = None, None
+    for a in range(0, stream.size(1), step):
+        logits, _, state = model(stream[:, a:a + step], state=state)
+    return F.log_softmax(logits[:, -1].float(), dim=-1), state
+
+
+@torch.no_grad()
+def greedy(model: LanguageModel, prompt_ids: Sequence[int] = (), max_len: int = 30, stop_at_eos: bool = True) -> list:
+    """The most probable next token, repeatedly."""
+    logp, state = read_prompt(model, prompt_ids)
+    out = []
+    for _ in range(max_len):
+        tok = int(logp[0].argmax())
+        out.append(tok)
+        if tok == EOS_ID and stop_at_eos:
+            break
+        logits, _, state = model(torch.tensor([[tok]]), state=state)
+        logp = F.log_softmax(logits[:, -1].float(), dim=-1)
+    return out
+
+
+@torch.no_grad()
+def sample(model: LanguageModel, prompt_ids: Sequence[int] = (), max_len: int = 30, temperature: float = 1.0,
+           top_k: Optional[int] = None, seed: Optional[int] = None, stop_at_eos: bool = True) -> list:
+    """Draw from softmax(logits / temperature), optionally restricted to the ``top_k`` most probable tokens."""
+    if not temperature > 0:
+        raise InputError(f"temperature must be > 0, got {temperature}", fix="use --strategy greedy for temperature 0")
+    if top_k is not None and top_k < 1:
+        raise InputError(f"top-k must be >= 1, got {top_k}", fix="omit --top-k to sample from all tokens")
+    g = torch.Generator()
+    g.manual_seed(torch.seed() if seed is None else seed)
+    logp, state = read_prompt(model, prompt_ids)
+    out = []
+    for _ in range(max_len):
+        scores = logp[0] / temperature
+        if top_k is not None and top_k < scores.numel():
+            kth = torch.topk(scores, top_k).values[-1]
+            scores = scores.masked_fill(scores < kth, float("-inf"))
+        tok = int(torch.multinomial(torch.softmax(scores, dim=-1), 1, generator=g))
+        out.append(tok)
+        if tok == EOS_ID and stop_at_eos:
+            break
+        logits, _, state = model(torch.tensor([[tok]]), state=state)
+        logp = F.log_softmax(logits[:, -1].float(), dim=-1)
+    return out
+
+
+@torch.no_grad()
+def beam_search(model: LanguageModel, prompt_ids: Sequence[int] = (), beam_size: int = 5, max_len: int = 30,
+                alpha: float = 0.7) -> list:
+    """Complete hypotheses, best first by ``log P / T**alpha``."""
+    if beam_size < 1 or max_len < 1:
+        raise InputError("beam size and max length must be >= 1", fix="pass --beam-size and --max-len of 1 or more")
+    logp, state = read_prompt(model, prompt_ids)  # (1, V)
+    seqs: list = [[]]
+    totals = torch.zeros(1, dtype=torch.float64)
+    finished: list = []
+    for t in range(1, max_len + 1):
+        cand = totals[:, None] + logp.double()  # (A, V) total log-prob of every one-token extension
+        n_finite = int(torch.isfinite(cand).sum())
+        top = torch.topk(cand.flatten(), min(beam_size, n_finite))
+        rows = top.indices // cand.size(1)
+        toks = top.indices % cand.size(1)
+        keep_rows, keep_toks, keep_totals, new_seqs = [], [], [], []
+        for r, tok, total in zip(rows.tolist(), toks.tolist(), top.values.tolist()):
+            seq = seqs[r] + [tok]
+            if tok == EOS_ID or t == max_len:
+                finished.append(Hypothesis(seq, total, total / len(seq) ** alpha))
+            else:
+                keep_rows.append(r)
+                keep_toks.append(tok)
+                keep_totals.append(total)
+                new_seqs.append(seq)
+        if not new_seqs:
+            break
+        seqs, totals = new_seqs, torch.tensor(keep_totals, dtype=torch.float64)
+        state = model.select_state(state, torch.tensor(keep_rows))
+        logits, _, state = model(torch.tensor(keep_toks)[:, None], state=state)
+        logp = F.log_softmax(logits[:, -1].float(), dim=-1)
+    finished.sort(key=lambda h: h.score, reverse=True)
+    return finished
+
+
+# ---------------------------------------------------------------------------- text in, text out
+def encode_prompt(vocab: Vocab, text: str) -> list:
+    tokens = make_tokenizer(vocab.tokenizer)(text) if vocab.tokenizer is not None else text.split()
+    return vocab.encode(tokens).tolist()
+
+
+def render(vocab: Vocab, ids: Sequence[int]) -> str:
+    """Ids -> display text; ``</s>`` ends a line."""
+    lines, current = [], []
+    for i in ids:
+        if int(i) == EOS_ID:
+            lines.append(current)
+            current = []
+        else:
+            current.append(vocab.lookup_token(int(i)))
+    lines.append(current)
+    spec = vocab.tokenizer
+    text = [detokenize(toks, spec) if spec is not None else " ".join(toks) for toks in lines]
+    return "\n".join(text).rstrip("\n")

@@ -1,0 +1,40 @@
+"""Building a model from its kind and config (the inverse of what a checkpoint stores)."""
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import torch
+
+from corpora.errors import InputError
+
+from .base import LanguageModel
+from .config import CELLS, MODEL_NAMES, RNNConfig, TransformerConfig
+from .rnn import RNNLM
+from .transformer import TransformerLM
+
+MODEL_CLASSES = {"rnn": (RNNLM, RNNConfig), "transformer": (TransformerLM, TransformerConfig)}
+
+
+def build_model(kind: str, config: Union[dict, RNNConfig, TransformerConfig],
+                seed: Optional[int] = None) -> LanguageModel:
+    """``build_model("rnn", {...})`` -> a fresh model; ``seed`` makes the initial weights repeatable."""
+    if kind not in MODEL_CLASSES:
+        raise InputError(f"unknown model kind {kind!r}", fix=f"use one of {', '.join(MODEL_CLASSES)}")
+    cls, cfg_cls = MODEL_CLASSES[kind]
+    if isinstance(config, dict):
+        config = cfg_cls.from_dict(config)
+    if seed is not None:
+        torch.manual_seed(seed)
+    return cls(config)
+
+
+def model_kind(name: str) -> str:
+    """CLI model name (lstm, gru, rnn_tanh, rnn_relu, transformer) -> model kind."""
+    if name not in MODEL_NAMES:
+        raise InputError(f"unknown model {name!r}", fix=f"use one of {', '.join(MODEL_NAMES)}")
+    return "rnn" if name in CELLS else "transformer"
+
+
+def model_name(model: LanguageModel) -> str:
+    """The CLI name of a model: its cell for RNNs, "transformer" otherwise."""
+    return model.config.cell if model.kind == "rnn" else "transformer"

@@ -1,0 +1,335 @@
+"""A model-agnostic training loop with checkpoints, resumption and early stopping.
+
+:class:`Trainer` knows nothing about architectures: it calls
+``model(x, y, state)`` and passes the returned state on when the batch scheme is
+sequential.  Per step: forward, a finiteness check of the loss, backward, clipping
+of the global gradient norm, optimizer step.  Per epoch: a full validation pass, the
+learning-rate schedule, the checkpoint (and the best one), early stopping.
+
+A run is repeatable from its seed, and resumable exactly: the checkpoint stores
+the position inside the epoch, the carried recurrent state, the optimizer and
+schedule state and the RNG state, and the batches of an epoch are a function of
+(seed, epoch).  Training ``2`` epochs in one go or ``1 + 1`` with a resume gives the
+same weights.
+
+Stopping: Ctrl-C or SIGTERM (once) finishes the current batch, writes the checkpoint
+and returns; a second Ctrl-C aborts at once.  ``time_budget`` stops when the next
+validation pass would overrun the budget, then validates and writes the checkpoint.
+A non-finite loss or gradient stops with :class:`TrainingDiverged` and leaves the
+last good checkpoint untouched.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from corpora.errors import ToolkitError
+from corpora.textio import atomic_write_bytes
+from corpora.vocab import Vocab
+
+from .base import LanguageModel
+from .checkpoint import best_path, checkpoint_bytes, load_checkpoint, model_from_checkpoint
+from .config import TrainConfig
+from .data import detach_state, make_batches, with_start
+from .evaluate import evaluate
+
+logger = logging.getLogger("neural.train")
+
+
+class TrainingDiverged(ToolkitError):
+    """The loss or the gradient became NaN/inf."""
+
+
+@dataclass
+class TrainResult:
+    stopped: str  # finished | early_stop | time_budget | interrupted | max_batches
+    epochs_done: float
+    steps: int
+    tokens: int
+    seconds: float
+    best_val_ppl: float
+    last_val_ppl: Optional[float]
+    history: list = field(default_factory=list)
+    checkpoint: Optional[str] = None
+    best_checkpoint: Optional[str] = None
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+
+
+def make_optimizer(model: LanguageModel, cfg: TrainConfig) -> torch.optim.Optimizer:
+    params = [p for p in model.parameters() if p.requires_grad]
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+    # Decay only matrices: biases and LayerNorm gains are left alone.
+    decay = [p for p in params if p.dim() >= 2]
+    rest = [p for p in params if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                              {"params": rest, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.99))
+
+
+class Trainer:
+    """Train ``model`` on ``train_ids`` and validate on ``valid_ids`` (``EncodedText.ids`` arrays)."""
+
+    def __init__(self, model: LanguageModel, vocab: Vocab, train_ids: np.ndarray, valid_ids: np.ndarray,
+                 config: TrainConfig, *, out: Optional[os.PathLike | str] = None, progress: bool = True,
+                 log: Optional[Callable[[str], None]] = None, data_info: Optional[dict] = None,
+                 on_batch_end: Optional[Callable[["Trainer", int], None]] = None) -> None:
+        config.validate()
+        self.model, self.vocab, self.cfg = model, vocab, config
+        self.train_stream = with_start(train_ids)
+        self.valid_ids = valid_ids
+        self.out = None if out is None else Path(out)
+        self.progress = progress
+        self.log = log or logger.info
+        self.data_info = data_info or {}
+        self.on_batch_end = on_batch_end
+        self.optimizer = make_optimizer(model, config)
+        # Mutable training state -- everything a checkpoint must hold to continue exactly.
+        self.position = {"epoch": 0, "batch": 0}
+        self.step = 0
+        self.tokens = 0
+        self.lr = config.lr  # the plateau schedule's current base rate
+        self.bad_epochs = 0
+        self.best_val_ppl = math.inf
+        self.history: list = []
+        self.carry_state = None
+        self.last_good: Optional[str] = None  # epoch/position of the last checkpoint written
+        self._resumed = False
+        self._stop_requested = False
+        self._eval_seconds = 0.0
+
+    # ------------------------------------------------------------------ resuming
+    @classmethod
+    def resume(cls, path: os.PathLike | str, train_ids: np.ndarray, valid_ids: np.ndarray, *,
+               vocab: Optional[Vocab] = None, expect_name: Optional[str] = None, overrides: Optional[dict] = None,
+               out: Optional[os.PathLike | str] = None, **kwargs) -> "Trainer":
+        """Continue the run saved in ``path``.  ``overrides`` may change e.g. ``epochs`` or ``time_budget``."""
+        ckpt = load_checkpoint(path)
+        if not ckpt.get("train"):
+            from corpora.errors import InputError
+
+            raise InputError("the checkpoint holds no training state (written for inference only)", path=path,
+                             fix="start a new run instead of --resume")
+        model, ckpt_vocab = model_from_checkpoint(ckpt, path=path, expect_name=expect_name, expect_vocab=vocab)
+        state = ckpt["train"]
+        cfg = TrainConfig.from_dict({**state["config"], **(overrides or {})})
+        trainer = cls(model, ckpt_vocab, train_ids, valid_ids, cfg, out=out or path, **kwargs)
+        trainer.optimizer.load_state_dict(state["optimizer"])
+        trainer.position = dict(state["position"])
+        trainer.step, trainer.tokens = int(state["step"]), int(state["tokens"])
+        trainer.lr, trainer.bad_epochs = float(state["schedule"]["lr"]), int(state["schedule"]["bad_epochs"])
+        trainer.best_val_ppl = float(state["best_val_ppl"])
+        trainer.history = list(state["history"])
+        trainer.carry_state = None if state.get("carry_state") is None else tuple(state["carry_state"])
+        trainer.data_info = dict(state.get("data") or trainer.data_info)
+        torch.set_rng_state(state["rng"]["torch"])
+        trainer._resumed = True
+        trainer.last_good = f"{path} (epoch {trainer.position['epoch']}, batch {trainer.position['batch']})"
+        return trainer
+
+    # ------------------------------------------------------------------ checkpoints
+    def training_state(self) -> dict:
+        return {
+            "config": self.cfg.to_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "schedule": {"lr": self.lr, "bad_epochs": self.bad_epochs},
+            "position": dict(self.position),
+            "step": self.step,
+            "tokens": self.tokens,
+            "best_val_ppl": self.best_val_ppl,
+            "history": list(self.history),
+            "rng": {"torch": torch.get_rng_state()},
+            "carry_state": None if self.carry_state is None else tuple(s.detach().clone() for s in self.carry_state),
+            "data": dict(self.data_info),
+        }
+
+    def save(self, *, best: bool = False) -> None:
+        if self.out is None:
+            return
+        data = checkpoint_bytes(self.model, self.vocab, self.training_state())
+        atomic_write_bytes(self.out, data)
+        if best:
+            atomic_write_bytes(best_path(self.out), data)
+        self.last_good = f"{self.out} (epoch {self.position['epoch']}, batch {self.position['batch']})"
+
+    # ------------------------------------------------------------------ schedule
+    def _batches_per_epoch(self) -> int:
+        b = make_batches(self.cfg.batch_scheme, self.train_stream, self.cfg.batch_size, self.cfg.bptt,
+                         seed=self.cfg.seed, epoch=0)
+        return len(b) if self.cfg.max_batches is None else min(len(b), self.cfg.max_batches)
+
+    def _lr_now(self, total_steps: int) -> float:
+        cfg = self.cfg
+        if cfg.schedule != "cosine":
+            return self.lr
+        if self.step < cfg.warmup_steps:
+            return cfg.lr * (self.step + 1) / cfg.warmup_steps
+        progress = min(1.0, (self.step - cfg.warmup_steps) / max(1, total_steps - cfg.warmup_steps))
+        floor = cfg.lr * cfg.min_lr_ratio
+        return floor + (cfg.lr - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+    def _end_of_epoch_schedule(self, improved: bool) -> None:
+        if improved:
+            self.bad_epochs = 0
+            return
+        self.bad_epochs += 1
+        if self.cfg.schedule == "plateau":
+            self.lr *= self.cfg.lr_decay
+
+    # ------------------------------------------------------------------ stopping
+    def request_stop(self) -> None:
+        """Finish the current batch, write the checkpoint and return (what Ctrl-C does)."""
+        self._stop_requested = True
+
+    def _install_signal_handlers(self) -> dict:
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        previous = {}
+
+        def on_signal(signum, frame):
+            if self._stop_requested and signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            self._stop_requested = True
+            self.log("stopping after this batch and writing the checkpoint (Ctrl-C again to abort at once)")
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, on_signal)
+        return previous
+
+    def _diverged(self, what: str, value: float, epoch: int, k: int, lr: float) -> TrainingDiverged:
+        kept = (f"the last good checkpoint {self.last_good} is kept: resume from it with --resume"
+                if self.last_good else "no checkpoint had been written yet")
+        return TrainingDiverged(
+            f"training diverged: the {what} is {value} at epoch {epoch + 1}, batch {k + 1} (step {self.step + 1}, "
+            f"lr {lr:g}); {kept}. Try a lower --lr (now {self.cfg.lr:g}) or a tighter --clip (now {self.cfg.clip:g})."
+        )
+
+    # ------------------------------------------------------------------ the loop
+    def validate(self) -> float:
+        t0 = time.perf_counter()
+        max_tokens = 2000 if self.cfg.max_batches is not None and self.cfg.max_batches <= 1 else None
+        result = evaluate(self.model, self.valid_ids, batch_size=self.cfg.eval_batch_size, bf16=self.cfg.bf16,
+                          max_tokens=max_tokens)
+        self._eval_seconds = time.perf_counter() - t0
+        return result.ppl
+
+    def fit(self) -> TrainResult:
+        cfg, model = self.cfg, self.model
+        if not self._resumed and self.step == 0:
+            torch.manual_seed(cfg.seed)  # dropout masks
+        previous_handlers = self._install_signal_handlers()
+        t_start = time.perf_counter()
+        budget_s = None if cfg.time_budget is None else cfg.time_budget * 60.0
+        last_save = t_start
+        stopped = None
+        last_val = None
+        tokens_at_start = self.tokens
+        per_epoch = self._batches_per_epoch()
+        total_steps = per_epoch * cfg.epochs
+        params = [p for p in model.parameters() if p.requires_grad]
+        try:
+            while self.position["epoch"] < cfg.epochs and stopped is None:
+                epoch = self.position["epoch"]
+                batches = make_batches(cfg.batch_scheme, self.train_stream, cfg.batch_size, cfg.bptt,
+                                       seed=cfg.seed, epoch=epoch)
+                n = len(batches) if cfg.max_batches is None else min(len(batches), cfg.max_batches)
+                carries = batches.carries_state
+                state = self.carry_state if carries and self.position["batch"] > 0 else None
+                model.train()
+                bar = tqdm(total=n, initial=self.position["batch"], desc=f"epoch {epoch + 1}/{cfg.epochs}",
+                           unit="batch", disable=not self.progress, dynamic_ncols=True, leave=False)
+                window_loss, window_tokens, window_t0 = 0.0, 0, time.perf_counter()
+                for k in range(self.position["batch"], n):
+                    x, y = batches[k]
+                    lr = self._lr_now(total_steps)
+                    for group in self.optimizer.param_groups:
+                        group["lr"] = lr
+                    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.bf16):
+                        _, loss, state = model(x, y, state if carries else None, need_logits=False)
+                    loss_value = loss.item()
+                    if not math.isfinite(loss_value):
+                        raise self._diverged("loss", loss_value, epoch, k, lr)
+                    self.optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    if cfg.clip > 0:
+                        norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.clip))
+                        if not math.isfinite(norm):
+                            raise self._diverged("gradient norm", norm, epoch, k, lr)
+                    self.optimizer.step()
+                    state = detach_state(state) if carries else None
+                    self.step += 1
+                    self.tokens += y.numel()
+                    self.position["batch"] = k + 1
+                    window_loss += loss_value * y.numel()
+                    window_tokens += y.numel()
+                    if self.progress and (k + 1) % 10 == 0:
+                        dt = time.perf_counter() - window_t0
+                        bar.set_postfix(ppl=f"{math.exp(min(50.0, window_loss / window_tokens)):.1f}",
+                                        tok_s=f"{window_tokens / dt:.0f}", lr=f"{lr:.3g}", refresh=False)
+                        bar.update(k + 1 - bar.n)
+                        window_loss, window_tokens, window_t0 = 0.0, 0, time.perf_counter()
+                    if self.on_batch_end is not None:
+                        self.on_batch_end(self, k)
+                    self.carry_state = state if carries else None
+                    now = time.perf_counter()
+                    if self._stop_requested:
+                        stopped = "interrupted"
+                        break
+                    if budget_s is not None and now - t_start + self._eval_seconds > budget_s:
+                        stopped = "time_budget"
+                        break
+                    if self.out is not None and now - last_save > cfg.checkpoint_minutes * 60 and k + 1 < n:
+                        self.save()
+                        last_save = now
+                bar.close()
+                epoch_done = self.position["batch"] >= n
+                if stopped == "interrupted" and not epoch_done:
+                    self.save()
+                    break
+                val = self.validate()
+                last_val = val
+                if not math.isfinite(val):
+                    raise self._diverged("validation perplexity", val, epoch, self.position["batch"] - 1, self.lr)
+                improved = val < self.best_val_ppl
+                if improved:
+                    self.best_val_ppl = val
+                fraction = epoch + self.position["batch"] / n
+                self.history.append({"epoch": round(fraction, 4), "step": self.step, "val_ppl": val, "lr": self.lr,
+                                     "seconds": round(time.perf_counter() - t_start, 2)})
+                if epoch_done:
+                    self._end_of_epoch_schedule(improved)
+                    self.position = {"epoch": epoch + 1, "batch": 0}
+                    self.carry_state = None
+                self.log(f"epoch {fraction:6.2f} | step {self.step:7d} | lr {self.lr:8.3g} | valid ppl {val:9.2f}"
+                         f"{' *' if improved else ''} | {time.perf_counter() - t_start:7.1f} s")
+                self.save(best=improved)
+                last_save = time.perf_counter()
+                if stopped is None and cfg.max_batches is not None and n < len(batches):
+                    stopped = "max_batches"
+                if stopped is None and epoch_done and cfg.patience and self.bad_epochs >= cfg.patience:
+                    stopped = "early_stop"
+                    self.log(f"early stop: no improvement of the validation perplexity for {self.bad_epochs} epochs")
+        finally:
+            for sig, handler in previous_handlers.items():
+                signal.signal(sig, handler)
+        seconds = time.perf_counter() - t_start
+        done = self.position["epoch"] + (self.position["batch"] / per_epoch if per_epoch else 0)
+        return TrainResult(
+            stopped=stopped or "finished", epochs_done=done, steps=self.step, tokens=self.tokens - tokens_at_start,
+            seconds=seconds, best_val_ppl=self.best_val_ppl, last_val_ppl=last_val, history=list(self.history),
+            checkpoint=None if self.out is None else str(self.out),
+            best_checkpoint=None if self.out is None or not math.isfinite(self.best_val_ppl) else str(best_path(self.out)),
+        )
