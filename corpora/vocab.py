@@ -260,6 +260,9 @@ class Vocab:
             "tokenizer": None if self.tokenizer is None else self.tokenizer.to_dict(),
             "itos": self.itos_,
             "counts": [self.counts_.get(w, 0) for w in self.itos_],
+            # Training counts of words cut by min_count/max_size, so coverage and
+            # cut-off statistics survive a save/load round trip.
+            "cut_counts": {w: c for w, c in self.counts_.items() if w not in self.stoi_},
             "n_train_tokens": self.n_train_tokens_,
             "n_train_unk": self.n_train_unk_,
             "n_corpus_unk": self.n_corpus_unk_,
@@ -300,6 +303,7 @@ class Vocab:
             v.itos_ = itos
             v.stoi_ = {w: i for i, w in enumerate(itos)}
             v.counts_ = {w: c for w, c in zip(itos, counts) if c}
+            v.counts_.update({str(w): int(c) for w, c in (data.get("cut_counts") or {}).items()})
             v.n_train_tokens_ = int(data["n_train_tokens"])
             v.n_train_unk_ = int(data["n_train_unk"])
             v.n_corpus_unk_ = int(data.get("n_corpus_unk", 0))

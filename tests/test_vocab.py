@@ -217,3 +217,14 @@ def test_ptb_vocab_json_round_trip(ptb, tmp_path):
     assert w == ptb.vocab and w.n_types == 10000
     again = prepare(ptb.corpus, vocab=w)
     assert np.array_equal(again["test"].ids, ptb["test"].ids)
+
+
+def test_json_round_trip_keeps_counts_of_cut_words(tmp_path):
+    from corpora import Vocab
+
+    v = Vocab(min_count=2).fit([["a", "a", "b", "c", "c", "c", "d"]])
+    p = tmp_path / "v.json"
+    v.save(p)
+    back = Vocab.load(p)
+    assert back.coverage(10) == v.coverage(10) == 1.0
+    assert back.stats()["train_types_seen"] == v.stats()["train_types_seen"] == 4
