@@ -7,6 +7,7 @@ and byte offset, and what to do.
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import zlib
@@ -84,11 +85,13 @@ def iter_lines(path: os.PathLike | str) -> Iterator[tuple[int, str]]:
         yield i, line
 
 
-def atomic_write_bytes(path: os.PathLike | str, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a crash never leaves a half-written file.
+@contextlib.contextmanager
+def atomic_writer(path: os.PathLike | str):
+    """Yield a binary file handle whose content replaces ``path`` only on success.
 
     The bytes go to a temporary file in the same directory, are flushed and fsynced,
-    then renamed over the target (an atomic operation on POSIX).
+    then renamed over the target (atomic on POSIX): a crash or Ctrl-C at any point
+    leaves either the old file or the new one, never half of one.
     """
     import tempfile
 
@@ -97,7 +100,7 @@ def atomic_write_bytes(path: os.PathLike | str, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, p)
@@ -107,6 +110,12 @@ def atomic_write_bytes(path: os.PathLike | str, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def atomic_write_bytes(path: os.PathLike | str, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (see :func:`atomic_writer`)."""
+    with atomic_writer(path) as fh:
+        fh.write(data)
 
 
 def atomic_write_text(path: os.PathLike | str, text: str) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from corpora.errors import InputError
-from corpora.textio import atomic_write_bytes
+from corpora.textio import atomic_writer
 from corpora.vocab import Vocab
 
 FORMAT = "ngramlm.ngram"
@@ -57,24 +57,9 @@ def save_native(model, path: os.PathLike | str) -> None:
 
 
 def _atomic_savez(path: os.PathLike | str, arrays: dict) -> None:
-    """np.savez straight into a temp file in the target folder, fsync, then rename."""
-    import tempfile
-
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    """np.savez straight into the atomic temp file (no in-memory copy of the model)."""
+    with atomic_writer(path) as fh:
+        np.savez(fh, **arrays)
 
 
 def is_native(path: os.PathLike | str) -> bool:
