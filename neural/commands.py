@@ -45,22 +45,21 @@ def _echo_err(msg: str) -> None:
 
 # ---------------------------------------------------------------------------- ppl
 def _score_sentences(checkpoint_path, text_path_or_corpus, split, data_dir, vocab, data_info):
-    """(sentences, description) for a registered corpus split or a whole text file."""
+    """(sentences, description): a registered corpus's split, a whole text file, or -- when no text is
+    given -- the split of the corpus the checkpoint was trained on (a training *file*'s held-out tail)."""
     if text_path_or_corpus is None:
-        text_path_or_corpus = data_info.get("corpus")
-        if not text_path_or_corpus:
+        name = data_info.get("corpus")
+        if not name:
             raise InputError("no text given and the checkpoint does not record its corpus", path=checkpoint_path,
                              fix="pass a corpus name or a text file")
-        if text_path_or_corpus not in REGISTRY and not Path(text_path_or_corpus).exists():
-            raise InputError(f"the training corpus {text_path_or_corpus!r} is not available here",
-                             path=checkpoint_path, fix="pass a corpus name or a text file")
+        if name not in REGISTRY and not Path(name).exists():
+            raise InputError(f"the training corpus {name!r} is not available here", path=checkpoint_path,
+                             fix="pass a corpus name or a text file")
+        corpus = load_corpus(name, data_dir=data_dir, tokenizer=vocab.tokenizer)
+        return corpus.sentences(split), f"{name} ({split})"
     name = str(text_path_or_corpus)
     if name in REGISTRY:
         corpus = load_corpus(name, data_dir=data_dir, tokenizer=vocab.tokenizer, splits=(split,))
-        return corpus.sentences(split), f"{name} ({split})"
-    if Path(name).exists() and name == data_info.get("corpus"):
-        # The checkpoint's own training file: score its held-out split, as training did.
-        corpus = load_corpus(name, tokenizer=vocab.tokenizer)
         return corpus.sentences(split), f"{name} ({split})"
     spec = vocab.tokenizer or TokenizerSpec()
     return read_sentences(name, tokenizer=spec, sentence_mode="lines"), name
