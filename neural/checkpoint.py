@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import os
+import zipfile
 from pathlib import Path
 from typing import Optional
 
@@ -40,7 +41,7 @@ def checkpoint_bytes(model: LanguageModel, vocab: Vocab, train: Optional[dict] =
         "format": FORMAT,  # first key: is_checkpoint() finds it near the start of data.pkl
         "version": FORMAT_VERSION,
         "model": {"kind": model.kind, "name": model_name(model), "config": model.config.to_dict()},
-        "state_dict": {k: v.detach().clone() for k, v in model.state_dict().items()},
+        "state_dict": model.state_dict(),  # tied matrices share storage and are stored once
         "vocab": vocab.to_dict(),
         "train": train,
         "torch_version": str(torch.__version__),
@@ -63,6 +64,13 @@ def _why_not_checkpoint(path: Path) -> str:
     if head[:1] == b"\x80":
         return "it is a raw Python pickle; it is refused because unpickling can run arbitrary code"
     if head[:4] == ZIP_MAGIC:
+        try:
+            with zipfile.ZipFile(path) as zf:
+                names = zf.namelist()
+        except (OSError, zipfile.BadZipFile):
+            return "it is a damaged zip file"
+        if any(n.endswith(".npy") for n in names):
+            return "it is an n-gram model (.npz arrays); score it with `ngramlm ppl`"
         return "it is a zip/torch file without the ngramlm.neural format tag (not written by `ngramlm neural train`)"
     if head[:2] == b"\x1f\x8b" or head.lstrip()[:1] in (b"{", b"\\") or head.isascii():
         return "it looks like text, JSON or an n-gram model (score those with `ngramlm ppl`)"
@@ -73,7 +81,8 @@ def load_checkpoint(path: os.PathLike | str) -> dict:
     """Read and check a checkpoint; every failure is an :class:`InputError` naming the file."""
     p = Path(path)
     if not p.is_file():
-        raise InputError("no such checkpoint file", path=p, fix="check the path (written by `ngramlm neural train --out`)")
+        raise InputError("no such checkpoint file", path=p,
+                         fix="check the path (written by `ngramlm neural train --out`)")
     if not is_checkpoint(p):
         raise InputError(f"not a neural checkpoint: {_why_not_checkpoint(p)}", path=p,
                          fix="pass a file written by `ngramlm neural train --out`")
@@ -85,9 +94,11 @@ def load_checkpoint(path: os.PathLike | str) -> dict:
         raise InputError(f"corrupt or truncated checkpoint ({detail[:240]})", path=p,
                          fix="use the last good checkpoint (the .best file), or retrain") from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
-        raise InputError("not a neural checkpoint (format tag missing)", path=p, fix="pass a file written by `ngramlm neural train`")
+        raise InputError("not a neural checkpoint (format tag missing)", path=p,
+                         fix="pass a file written by `ngramlm neural train`")
     if ckpt.get("version") != FORMAT_VERSION:
-        raise InputError(f"checkpoint format version {ckpt.get('version')!r} is not supported (expected {FORMAT_VERSION})",
+        raise InputError(f"checkpoint format version {ckpt.get('version')!r} is not supported "
+                         f"(expected {FORMAT_VERSION})",
                          path=p, fix="use the toolkit version that wrote it")
     for key in ("model", "state_dict", "vocab"):
         if key not in ckpt:
@@ -109,10 +120,12 @@ def model_from_checkpoint(ckpt: dict, *, path: Optional[os.PathLike | str] = Non
                          fix=f"pass --model {name}, or another --out/--resume file")
     vocab = Vocab.from_dict(ckpt["vocab"], path=None if path is None else str(path))
     if expect_vocab is not None and vocab != expect_vocab:
+        def tok(v: Vocab) -> str:
+            return v.tokenizer.describe() if v.tokenizer else "whitespace"
+
         raise InputError(
-            f"the checkpoint was trained with another vocabulary ({vocab.n_types} types, "
-            f"{vocab.tokenizer.describe() if vocab.tokenizer else 'whitespace'}) than this corpus "
-            f"({expect_vocab.n_types} types, {expect_vocab.tokenizer.describe() if expect_vocab.tokenizer else 'whitespace'})",
+            f"the checkpoint was trained with another vocabulary ({vocab.n_types} types, {tok(vocab)}) "
+            f"than this corpus ({expect_vocab.n_types} types, {tok(expect_vocab)})",
             path=path, fix="resume on the same corpus and tokenizer, or start a new run with another --out",
         )
     try:

@@ -24,11 +24,13 @@ from corpora.tokenize import KINDS, TokenizerSpec
 from .config import CELLS, MODEL_NAMES, RNNConfig, TrainConfig, TransformerConfig
 
 # Defaults that differ between the two families (an option left unset takes these).
+# Chosen from measured throughput on 2 CPU cores (see docs/neural.md and benchmarks/bench_neural.py).
 FAMILY_DEFAULTS = {
     "rnn": dict(optimizer="sgd", lr=20.0, schedule="plateau", batch_scheme="sequential", bptt=35, batch_size=20,
-                clip=0.25, dropout=0.4, epochs=40, weight_decay=0.0),
+                clip=0.25, dropout=0.2, epochs=40, weight_decay=0.0, layers=2, plateau_threshold=0.01),
     "transformer": dict(optimizer="adamw", lr=1e-3, schedule="cosine", batch_scheme="random", bptt=None,
-                        batch_size=32, clip=1.0, dropout=0.2, epochs=20, weight_decay=0.1),
+                        batch_size=32, clip=1.0, dropout=0.3, epochs=15, weight_decay=0.1, layers=4,
+                        plateau_threshold=0.0),
 }
 LR_BY_OPTIMIZER = {"sgd": 20.0, "adamw": 1e-3}
 
@@ -37,6 +39,16 @@ def _set_threads(threads: int) -> None:
     import torch
 
     torch.set_num_threads(threads)
+
+
+def bf16_supported() -> bool:
+    """True where oneDNN has native bfloat16 kernels (AVX512-BF16 / AMX); elsewhere bf16 is emulated and slower."""
+    import torch
+
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
 
 
 def _echo_err(msg: str) -> None:
@@ -58,6 +70,13 @@ def _score_sentences(checkpoint_path, text_path_or_corpus, split, data_dir, voca
         corpus = load_corpus(name, data_dir=data_dir, tokenizer=vocab.tokenizer)
         return corpus.sentences(split), f"{name} ({split})"
     name = str(text_path_or_corpus)
+    if name == "-":  # standard input, one sentence per line
+        import sys
+
+        from corpora.tokenize import make_tokenizer
+
+        tokenize = make_tokenizer(vocab.tokenizer or TokenizerSpec())
+        return [tokenize(line) for line in sys.stdin.read().splitlines() if line.strip()], "<stdin>"
     if name in REGISTRY:
         corpus = load_corpus(name, data_dir=data_dir, tokenizer=vocab.tokenizer, splits=(split,))
         return corpus.sentences(split), f"{name} ({split})"
@@ -68,7 +87,9 @@ def _score_sentences(checkpoint_path, text_path_or_corpus, split, data_dir, voca
 def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optional[str] = None, *,
                 split: str = "test", data_dir: Optional[str] = None, batch_size: int = 1,
                 threads: Optional[int] = 2) -> dict:
-    """Perplexity of a checkpoint on a corpus split (by name) or on a whole text file.
+    """Perplexity of a checkpoint on a corpus split (by name), a whole text file, or ``"-"`` (stdin).
+
+    ``text_path_or_corpus=None`` scores the ``split`` of the corpus the checkpoint was trained on.
 
     Returns a JSON-able dict: sentences, words, OOVs (words mapped to ``<unk>``),
     tokens predicted (words + sentence ends), total log-probability in nats, log10 and
@@ -127,8 +148,8 @@ def neural_group() -> None:
     """Neural language models (RNN, LSTM, GRU, Transformer) on the shared vocabulary."""
 
 
-def _load_dataset(corpus: str, data_dir, tokenizer: Optional[str], min_count: int, max_vocab: Optional[int]):
-    tok = TokenizerSpec(kind=tokenizer) if tokenizer else None
+def _load_dataset(corpus: str, data_dir, tokenizer, min_count: int, max_vocab: Optional[int]):
+    tok = TokenizerSpec(kind=tokenizer) if isinstance(tokenizer, str) else tokenizer  # a kind, a spec or None
     ds = prepare(load_corpus(corpus, data_dir=data_dir, tokenizer=tok), min_count=min_count, max_size=max_vocab)
     for split in ("train", "valid"):
         if split not in ds.encoded or ds.encoded[split].n_tokens == 0:
@@ -137,7 +158,7 @@ def _load_dataset(corpus: str, data_dir, tokenizer: Optional[str], min_count: in
 
 
 @neural_group.command("train")
-@click.argument("corpus", default="toy")
+@click.argument("corpus", required=False)
 @click.option("--model", "model_name", type=click.Choice(MODEL_NAMES), default=None,
               help="Architecture [default: lstm; with --resume: the checkpoint's].")
 @click.option("--impl", type=click.Choice(["fused", "scratch"]), default="fused", show_default=True,
@@ -148,16 +169,16 @@ def _load_dataset(corpus: str, data_dir, tokenizer: Optional[str], min_count: in
 @click.option("--min-count", type=int, default=1, show_default=True, help="Vocabulary: minimum training count.")
 @click.option("--max-vocab", type=int, default=None, help="Vocabulary: keep at most this many word types.")
 @click.option("--emb-size", type=int, default=None, help="RNN embedding width [default: --hidden-size].")
-@click.option("--hidden-size", type=int, default=256, show_default=True, help="RNN state width.")
+@click.option("--hidden-size", type=int, default=200, show_default=True, help="RNN state width.")
 @click.option("--layers", type=int, default=None, help="Layers [default: 2 for RNNs, 4 for the Transformer].")
-@click.option("--dropout", type=float, default=None, help="Dropout [default: 0.4 RNN, 0.2 Transformer].")
+@click.option("--dropout", type=float, default=None, help="Dropout [default: 0.2 RNN, 0.3 Transformer].")
 @click.option("--tie/--no-tie", default=True, show_default=True, help="Tie input and output embeddings.")
 @click.option("--d-model", type=int, default=256, show_default=True, help="Transformer width.")
 @click.option("--heads", type=int, default=4, show_default=True, help="Transformer attention heads (divide --d-model).")
 @click.option("--d-ff", type=int, default=None, help="Transformer feed-forward width [default: 4 x --d-model].")
 @click.option("--block-size", type=int, default=128, show_default=True, help="Transformer context window.")
-@click.option("--positional", type=click.Choice(["sinusoidal", "learned"]), default="sinusoidal", show_default=True)
-@click.option("--epochs", type=int, default=None, help="Maximum epochs [default: 40 RNN, 20 Transformer].")
+@click.option("--positional", type=click.Choice(["sinusoidal", "learned"]), default="learned", show_default=True)
+@click.option("--epochs", type=int, default=None, help="Maximum epochs [default: 40 RNN, 15 Transformer].")
 @click.option("--time-budget", type=float, default=None, help="Stop after this many minutes (validates and checkpoints).")
 @click.option("--batch-size", type=int, default=None, help="Rows per batch [default: 20 RNN, 32 Transformer].")
 @click.option("--bptt", type=int, default=None, help="Tokens per row per batch [default: 35 RNN, --block-size Transformer].")
@@ -171,11 +192,14 @@ def _load_dataset(corpus: str, data_dir, tokenizer: Optional[str], min_count: in
 @click.option("--clip", type=float, default=None, help="Max global gradient norm, 0 = off [default: 0.25 RNN, 1 Transformer].")
 @click.option("--schedule", type=click.Choice(["plateau", "cosine", "constant"]), default=None,
               help="plateau: lr x --lr-decay when valid ppl stalls; cosine: warmup + cosine [default: plateau RNN, cosine Transformer].")
-@click.option("--lr-decay", type=float, default=0.25, show_default=True)
+@click.option("--lr-decay", type=float, default=0.25, show_default=True, help="Plateau: lr factor when valid ppl stalls.")
+@click.option("--plateau-threshold", type=float, default=None,
+              help="Plateau: relative valid-ppl gain an epoch needs to count as progress [default: 0.01 RNN, 0 Transformer].")
 @click.option("--warmup", type=int, default=None, help="Cosine warmup steps [default: 100 for cosine].")
 @click.option("--patience", type=int, default=3, show_default=True, help="Early stop after this many epochs without improvement (0 = never).")
 @click.option("--eval-batch-size", type=int, default=1, show_default=True, help="Rows in the validation pass (1 = exact full history).")
-@click.option("--bf16", is_flag=True, help="bfloat16 autocast (CPU with AVX512-BF16/AMX).")
+@click.option("--bf16/--no-bf16", default=None,
+              help="bfloat16 autocast of the matmuls [default: on where the CPU has native bf16 (AVX512-BF16/AMX)].")
 @click.option("--seed", type=int, default=1234, show_default=True)
 @click.option("--threads", type=int, default=2, show_default=True, help="torch.set_num_threads.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Checkpoint file [default: runs/CORPUS-MODEL.pt].")
@@ -184,15 +208,26 @@ def _load_dataset(corpus: str, data_dir, tokenizer: Optional[str], min_count: in
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
 def train_cmd(corpus, model_name, impl, data_dir, tokenizer, min_count, max_vocab, emb_size, hidden_size, layers,
               dropout, tie, d_model, heads, d_ff, block_size, positional, epochs, time_budget, batch_size, bptt,
-              batch_scheme, optimizer, lr, momentum, weight_decay, clip, schedule, lr_decay, warmup, patience,
+              batch_scheme, optimizer, lr, momentum, weight_decay, clip, schedule, lr_decay, plateau_threshold, warmup,
+              patience,
               eval_batch_size, bf16, seed, threads, out, resume, dry_run, progress):
-    """Train a neural LM on CORPUS (a registered name such as ptb, or a text file)."""
+    """Train a neural LM on CORPUS (a registered name such as ptb, or a text file).
+
+    CORPUS defaults to the toy corpus, or with --resume to the corpus the run was trained on.
+    """
     _set_threads(threads)
-    from .checkpoint import best_path, load_model
+    from .checkpoint import best_path, load_checkpoint, load_model
     from .evaluate import evaluate
     from .models import build_model, model_kind
     from .train import Trainer
 
+    if corpus is None:
+        corpus = "toy"
+        if resume:
+            data = (load_checkpoint(resume).get("train") or {}).get("data") or {}
+            corpus = data.get("corpus") or corpus
+            if tokenizer is None and data.get("tokenizer"):
+                tokenizer = TokenizerSpec.from_dict(data["tokenizer"])
     ds = _load_dataset(corpus, data_dir, tokenizer, min_count, max_vocab)
     data_info = {"corpus": corpus, "tokenizer": ds.vocab.tokenizer.to_dict() if ds.vocab.tokenizer else None,
                  "train_tokens": ds["train"].n_tokens}
@@ -213,9 +248,9 @@ def train_cmd(corpus, model_name, impl, data_dir, tokenizer, min_count, max_voca
         dropout = fam["dropout"] if dropout is None else dropout
         if kind == "rnn":
             cfg = RNNConfig(vocab_size=len(ds.vocab), cell=model_name, impl=impl, emb_size=emb_size or hidden_size,
-                            hidden_size=hidden_size, n_layers=layers or 2, dropout=dropout, tie_weights=tie)
+                            hidden_size=hidden_size, n_layers=layers or fam["layers"], dropout=dropout, tie_weights=tie)
         else:
-            cfg = TransformerConfig(vocab_size=len(ds.vocab), d_model=d_model, n_layers=layers or 4, n_heads=heads,
+            cfg = TransformerConfig(vocab_size=len(ds.vocab), d_model=d_model, n_layers=layers or fam["layers"], n_heads=heads,
                                     d_ff=d_ff or 4 * d_model, block_size=block_size, dropout=dropout,
                                     positional=positional, attention="scratch" if impl == "scratch" else "sdpa",
                                     tie_weights=tie)
@@ -232,13 +267,14 @@ def train_cmd(corpus, model_name, impl, data_dir, tokenizer, min_count, max_voca
             clip=fam["clip"] if clip is None else clip,
             schedule=resolved_schedule,
             lr_decay=lr_decay,
+            plateau_threshold=fam["plateau_threshold"] if plateau_threshold is None else plateau_threshold,
             warmup_steps=(100 if resolved_schedule == "cosine" else 0) if warmup is None else warmup,
             patience=patience,
             seed=seed,
             time_budget=time_budget,
             eval_batch_size=eval_batch_size,
             max_batches=1 if dry_run else None,
-            bf16=bf16,
+            bf16=bf16_supported() if bf16 is None else bf16,
         )
         tcfg.validate()
         model = build_model(kind, cfg, seed=seed)

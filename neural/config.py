@@ -111,7 +111,8 @@ class TransformerConfig(_Config):
         _probability("dropout", self.dropout, "--dropout")
         if self.d_model % self.n_heads:
             raise InputError(
-                f"--heads {self.n_heads} does not divide --d-model {self.d_model}: each head gets d_model / n_heads dims",
+                f"--heads {self.n_heads} does not divide --d-model {self.d_model}: "
+                "each head gets d_model / n_heads dims",
                 fix=f"choose heads among the divisors of {self.d_model}, e.g. {_divisor_hint(self.d_model)}",
             )
         if self.positional not in ("sinusoidal", "learned"):
@@ -139,6 +140,7 @@ class TrainConfig(_Config):
     clip: float = 0.25  # max global gradient norm (0 = no clipping)
     schedule: str = "plateau"  # plateau: lr *= decay when valid ppl does not improve; cosine: warmup + cosine; constant
     lr_decay: float = 0.25  # plateau factor
+    plateau_threshold: float = 0.0  # an epoch "improves" only if valid ppl < best * (1 - threshold)
     warmup_steps: int = 0  # cosine: linear warmup steps
     min_lr_ratio: float = 0.1  # cosine: final lr = lr * min_lr_ratio
     patience: int = 3  # early stopping: epochs without improvement of the validation ppl (0 = never stop early)
@@ -161,7 +163,12 @@ class TrainConfig(_Config):
         if self.schedule not in ("plateau", "cosine", "constant"):
             raise InputError(f"unknown lr schedule {self.schedule!r}", fix="use plateau, cosine or constant")
         if not self.lr > 0:
-            raise InputError(f"the learning rate must be > 0, got {self.lr!r}", fix="pass --lr, e.g. 20 for SGD, 1e-3 for AdamW")
+            raise InputError(f"the learning rate must be > 0, got {self.lr!r}",
+                             fix="pass --lr, e.g. 20 for SGD, 1e-3 for AdamW")
+        if not 0.0 < self.lr_decay <= 1.0:
+            raise InputError(f"--lr-decay must be in (0, 1], got {self.lr_decay}", fix="use e.g. 0.25")
+        if not 0.0 <= self.plateau_threshold < 1.0:
+            raise InputError(f"plateau threshold must be in [0, 1), got {self.plateau_threshold}", fix="use e.g. 0.01")
         if self.clip < 0:
             raise InputError(f"--clip must be >= 0, got {self.clip}", fix="use 0 to disable clipping")
         if self.time_budget is not None and not self.time_budget > 0:

@@ -106,7 +106,8 @@ class RandomBatches:
         n_seq = (len(stream) - 1 - offset) // bptt  # each needs bptt inputs plus one more target
         if n_seq < batch_size:
             raise InputError(
-                f"{len(stream)} tokens give only {n_seq} subsequences of {bptt} tokens, fewer than --batch-size {batch_size}",
+                f"{len(stream)} tokens give only {n_seq} subsequences of {bptt} tokens, "
+                f"fewer than --batch-size {batch_size}",
                 fix="use a smaller --batch-size or --bptt, or a longer training text",
             )
         self.starts = offset + bptt * torch.randperm(n_seq, generator=g)

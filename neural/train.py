@@ -221,8 +221,8 @@ class Trainer:
     def validate(self) -> float:
         t0 = time.perf_counter()
         max_tokens = 2000 if self.cfg.max_batches is not None and self.cfg.max_batches <= 1 else None
-        result = evaluate(self.model, self.valid_ids, batch_size=self.cfg.eval_batch_size, bf16=self.cfg.bf16,
-                          max_tokens=max_tokens)
+        # Always float32: the validation perplexity is a reported number, not only a monitor.
+        result = evaluate(self.model, self.valid_ids, batch_size=self.cfg.eval_batch_size, max_tokens=max_tokens)
         self._eval_seconds = time.perf_counter() - t0
         return result.ppl
 
@@ -303,25 +303,28 @@ class Trainer:
                 last_val = val
                 if not math.isfinite(val):
                     raise self._diverged("validation perplexity", val, epoch, self.position["batch"] - 1, self.lr)
-                improved = val < self.best_val_ppl
-                if improved:
+                improved = val < self.best_val_ppl * (1.0 - cfg.plateau_threshold)
+                if val < self.best_val_ppl:
                     self.best_val_ppl = val
                 fraction = epoch + self.position["batch"] / n
-                self.history.append({"epoch": round(fraction, 4), "step": self.step, "val_ppl": val, "lr": self.lr,
+                lr_used = self.optimizer.param_groups[0]["lr"]
+                self.history.append({"epoch": round(fraction, 4), "step": self.step, "val_ppl": val, "lr": lr_used,
                                      "seconds": round(time.perf_counter() - t_start, 2)})
                 if epoch_done:
                     self._end_of_epoch_schedule(improved)
                     self.position = {"epoch": epoch + 1, "batch": 0}
                     self.carry_state = None
-                self.log(f"epoch {fraction:6.2f} | step {self.step:7d} | lr {self.lr:8.3g} | valid ppl {val:9.2f}"
-                         f"{' *' if improved else ''} | {time.perf_counter() - t_start:7.1f} s")
-                self.save(best=improved)
+                is_best = val == self.best_val_ppl
+                self.log(f"epoch {fraction:6.2f} | step {self.step:7d} | lr {lr_used:8.3g} | valid ppl {val:9.2f}"
+                         f"{' *' if is_best else ''} | {time.perf_counter() - t_start:7.1f} s")
+                self.save(best=is_best)
                 last_save = time.perf_counter()
                 if stopped is None and cfg.max_batches is not None and n < len(batches):
                     stopped = "max_batches"
                 if stopped is None and epoch_done and cfg.patience and self.bad_epochs >= cfg.patience:
                     stopped = "early_stop"
-                    self.log(f"early stop: no improvement of the validation perplexity for {self.bad_epochs} epochs")
+                    self.log(f"early stop: {self.bad_epochs} epochs without a {100 * cfg.plateau_threshold:g}% "
+                             "improvement of the validation perplexity")
         finally:
             for sig, handler in previous_handlers.items():
                 signal.signal(sig, handler)
@@ -331,5 +334,6 @@ class Trainer:
             stopped=stopped or "finished", epochs_done=done, steps=self.step, tokens=self.tokens - tokens_at_start,
             seconds=seconds, best_val_ppl=self.best_val_ppl, last_val_ppl=last_val, history=list(self.history),
             checkpoint=None if self.out is None else str(self.out),
-            best_checkpoint=None if self.out is None or not math.isfinite(self.best_val_ppl) else str(best_path(self.out)),
+            best_checkpoint=(None if self.out is None or not math.isfinite(self.best_val_ppl)
+                             else str(best_path(self.out))),
         )

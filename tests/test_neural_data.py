@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
+torch.set_num_threads(1)  # tiny models: a second thread only adds synchronisation (and contention on shared CPUs)
 
 from corpora.errors import InputError  # noqa: E402
 from corpora.vocab import EOS_ID, PAD_ID  # noqa: E402

@@ -6,6 +6,7 @@ import itertools
 import pytest
 
 torch = pytest.importorskip("torch")
+torch.set_num_threads(1)  # tiny models: a second thread only adds synchronisation (and contention on shared CPUs)
 
 from corpora import Vocab  # noqa: E402
 from corpora.errors import InputError  # noqa: E402

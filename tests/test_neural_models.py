@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 torch = pytest.importorskip("torch")
+torch.set_num_threads(1)  # tiny models: a second thread only adds synchronisation (and contention on shared CPUs)
 
 from corpora.errors import InputError  # noqa: E402
 from neural.config import CELLS, RNNConfig, TransformerConfig  # noqa: E402

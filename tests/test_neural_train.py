@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
+torch.set_num_threads(1)  # tiny models: a second thread only adds synchronisation (and contention on shared CPUs)
 
 from corpora import Vocab  # noqa: E402
 from corpora.errors import InputError  # noqa: E402
@@ -92,7 +93,10 @@ def test_foreign_and_corrupt_files_are_refused_without_unpickling(tmp_path):
     arpa.write_text("\\data\\\nngram 1=3\n")
     foreign = tmp_path / "foreign.pt"
     torch.save({"weights": torch.zeros(2)}, foreign)
-    for path, why in [(evil, "pickle"), (noise, "binary"), (arpa, "n-gram"), (foreign, "format tag")]:
+    npz = tmp_path / "model.npz"
+    np.savez(npz, counts=np.zeros(3))
+    for path, why in [(evil, "pickle"), (noise, "binary"), (arpa, "n-gram"), (foreign, "format tag"),
+                      (npz, "n-gram model")]:
         assert not is_checkpoint(path)
         with pytest.raises(InputError, match=why):
             load_checkpoint(path)
