@@ -255,7 +255,7 @@ def ppl_cmd(model_path, text, split, data_dir, as_json, tokenizer, lower, normal
     if _is_neural(model_path):
         from neural.commands import format_summary, ppl_summary
 
-        summary = ppl_summary(model_path, None if text == "-" else text, split=split, data_dir=data_dir)
+        summary = ppl_summary(model_path, text, split=split, data_dir=data_dir)
         click.echo(json.dumps(summary, indent=2) if as_json else format_summary(summary))
         return
     lm, sents, enc, oov, where = _prepare_text(model_path, text, split, data_dir, tokenizer, lower, normalize)
