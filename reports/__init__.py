@@ -1,0 +1,1 @@
+"""Comparison reports: count and neural models on the same tokens."""
