@@ -125,6 +125,12 @@ def _is_neural(path: str) -> bool:
 @click.option("--lambdas", default=None, help="jm: comma-separated weights for orders 1..n (else tuned).")
 @click.option("--tune-on", default="valid", show_default=True,
               help="jm: held-out split (corpus) or file to tune the weights on.")
+@click.option("--prune", "prune_spec", default=None,
+              help="Count cut-offs per order, comma-separated (KenLM's --prune): n-grams seen at most that often "
+                   "are dropped, e.g. 0,1,1.  Back-off weights are renormalised.")
+@click.option("--prune-entropy", type=float, default=None,
+              help="Entropy pruning (Stolcke): drop n-grams whose removal raises perplexity by less than this "
+                   "relative amount, e.g. 1e-8.")
 @click.option("--min-count", type=int, default=1, show_default=True, help="Vocabulary: words seen fewer times become <unk>.")
 @click.option("--max-size", type=int, default=None, help="Vocabulary: keep at most this many words.")
 @click.option("--vocab", "vocab_path", type=click.Path(dir_okay=False), default=None,
@@ -136,7 +142,7 @@ def _is_neural(path: str) -> bool:
               help="ngram here; neural models train with `ngramlm neural train --model ...`.")
 @_tokenizer_options
 def train_cmd(text, output, order, smoothing, add_k, discount, discount_fallback, alpha, lambdas, tune_on,
-              min_count, max_size, vocab_path, split, data_dir, model_type, tokenizer, lower, normalize):
+              prune_spec, prune_entropy, min_count, max_size, vocab_path, split, data_dir, model_type, tokenizer, lower, normalize):
     """Train an n-gram model on TEXT (a file, '-' for stdin, or a corpus name; default: toy)."""
     if model_type != "ngram":
         raise click.UsageError(f"neural models train with: ngramlm neural train --model {model_type} {text} --out MODEL.pt")
@@ -151,9 +157,19 @@ def train_cmd(text, output, order, smoothing, add_k, discount, discount_fallback
             lam = [float(x) for x in lambdas.split(",")]
         except ValueError:
             raise click.BadParameter("use comma-separated numbers, e.g. 0.1,0.3,0.6", param_hint="--lambdas") from None
+    prune = None
+    if prune_spec:
+        try:
+            prune = [int(x) for x in prune_spec.split(",")]
+        except ValueError:
+            raise click.BadParameter("use comma-separated integers, e.g. 0,1,1", param_hint="--prune") from None
+    from ngramlm.pruning import check_prune_args
+
+    check_prune_args(order, prune, prune_entropy)
     t0 = time.perf_counter()
     lm = NgramLM(order=order, smoothing=smoothing, k=add_k, discount=discount,
-                 discount_fallback=(0.5, 1.0, 1.5) if discount_fallback else None, alpha=alpha, lambdas=lam)
+                 discount_fallback=(0.5, 1.0, 1.5) if discount_fallback else None, alpha=alpha, lambdas=lam,
+                 prune=prune, prune_entropy=prune_entropy)
     smoother = lm._make_smoother()  # validates the name before any work
     spec = _spec_from_options(tokenizer, lower, normalize)
     if vocab_path:

@@ -40,7 +40,9 @@ def save_native(model, path: os.PathLike | str) -> None:
         "missing_backoff": model.missing_backoff_,
         "info": model.info_,
         "init_params": {"order": model.order, "smoothing": model.smoothing, "k": model.k, "discount": model.discount,
-                        "discount_fallback": model.discount_fallback, "alpha": model.alpha, "lambdas": model.lambdas},
+                        "discount_fallback": model.discount_fallback, "alpha": model.alpha, "lambdas": model.lambdas,
+                        "prune": None if model.prune is None else list(model.prune),
+                        "prune_entropy": model.prune_entropy},
         "vocab": model.vocab_.to_dict(),
     }
     arrays = {"meta": np.frombuffer(json.dumps(meta, ensure_ascii=False).encode("utf-8"), dtype=np.uint8)}
@@ -111,7 +113,8 @@ def load_native(path: os.PathLike | str):
         raise InputError(f"corrupt or truncated model file ({exc})", path=p,
                          fix="retrain or re-copy the model") from None
     ip = meta.get("init_params", {})
-    m = NgramLM(**{k: ip.get(k) for k in ("order", "smoothing", "k", "discount", "discount_fallback", "alpha", "lambdas")})
+    m = NgramLM(**{k: ip.get(k) for k in ("order", "smoothing", "k", "discount", "discount_fallback", "alpha", "lambdas",
+                                             "prune", "prune_entropy")})
     try:
         m.vocab_ = Vocab.from_dict(meta["vocab"], path=str(p))
         m.order_ = order

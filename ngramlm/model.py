@@ -86,6 +86,8 @@ class NgramLM:
         discount_fallback: Optional[Sequence[float]] = None,
         alpha: Optional[float] = None,
         lambdas: Optional[Sequence[float]] = None,
+        prune: Optional[Sequence[int]] = None,
+        prune_entropy: Optional[float] = None,
     ) -> None:
         self.order = order
         self.smoothing = smoothing
@@ -94,6 +96,8 @@ class NgramLM:
         self.discount_fallback = discount_fallback
         self.alpha = alpha
         self.lambdas = lambdas
+        self.prune = prune  # count cut-offs per order (n-grams with count <= cut-off go)
+        self.prune_entropy = prune_entropy  # Stolcke threshold on relative perplexity increase
 
     # ------------------------------------------------------------------ fitting
     def _make_smoother(self) -> Smoother:
@@ -161,6 +165,25 @@ class NgramLM:
             self.missing_backoff_ = float(tables.missing_backoff)
             self.is_distribution_ = tables.is_distribution
             self.info_ = tables.info
+        if self.prune is not None or self.prune_entropy is not None:
+            self._prune(counts)
+        return self
+
+    def _prune(self, counts: NgramCounts) -> None:
+        from .pruning import check_prune_args, prune_counts, prune_entropy
+
+        check_prune_args(self.order_, self.prune, self.prune_entropy)
+        if self.kind_ != "backoff" or not self.is_distribution_:
+            raise InputError(f"pruning needs a back-off model; {self.smoother_name_} is not one",
+                             fix="prune models smoothed with mkn, kn, absolute, wb, jm or katz")
+        before = list(self.n_ngrams_)
+        if self.prune is not None and any(self.prune):
+            prune_counts(self, [t.count for t in counts.tables], list(self.prune))
+        if self.prune_entropy:
+            prune_entropy(self, float(self.prune_entropy))
+        self.info_ = dict(self.info_, pruned={"cutoffs": None if self.prune is None else list(self.prune),
+                                              "entropy_threshold": self.prune_entropy,
+                                              "ngrams_before": before, "ngrams_after": list(self.n_ngrams_)})
         return self
 
     def _check_fitted(self) -> None:
