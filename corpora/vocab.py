@@ -172,31 +172,46 @@ class Vocab:
             starts.append(len(flat))
         return EncodedText(np.asarray(flat, dtype=ID_DTYPE), np.asarray(starts, dtype=np.int64))
 
-    def fit_encode_lines(self, lines: Sequence[str], tokenize) -> "EncodedText":
+    def fit_encode_lines(self, lines: Sequence[str], tokenize, *, chunk_lines: int = 4096) -> "EncodedText":
         """Fit on lines of training text and encode them in one pass (the fast path).
 
         Equivalent to ``fit(sents).encode_sentences(sents)`` with ``sents`` the
-        tokenized non-empty lines, but counts all tokens at once with a C-level
-        Counter and maps them with one ``np.fromiter`` instead of per-sentence loops.
+        tokenized non-empty lines.  Lines are processed in chunks: each chunk's
+        tokens get provisional ids (first-seen order) through C-level ``map`` over a
+        dict, so only one chunk of token strings is alive at a time; the provisional
+        ids are renumbered to the frequency-sorted vocabulary at the end.
         """
         self._check_params()
-        marker = "\x00"  # never produced by a tokenizer: decode_text rejects NUL bytes
-        toks: list = []
-        for line in lines:
-            t = tokenize(line)
-            if t:
-                toks.extend(t)
-                toks.append(marker)
-        counts = Counter(toks)
-        counts.pop(marker, None)
-        self.fit_counts(counts)
-        lookup = dict(self.stoi_)
-        for w in counts:
-            lookup.setdefault(w, UNK_ID)
-        lookup[marker] = EOS_ID
-        ids = np.fromiter(map(lookup.__getitem__, toks), dtype=ID_DTYPE, count=len(toks))
-        del toks
-        ends = np.flatnonzero(ids == EOS_ID) + 1
+        prov: dict = {}  # token -> provisional id
+        parts: list = []
+        lengths: list = []
+        for a in range(0, len(lines), chunk_lines):
+            toks: list = []
+            for line in lines[a:a + chunk_lines]:
+                t = tokenize(line)
+                if t:
+                    toks.extend(t)
+                    lengths.append(len(t))
+            for w in set(toks).difference(prov):
+                prov[w] = len(prov)
+            parts.append(np.fromiter(map(prov.__getitem__, toks), dtype=np.int64, count=len(toks)))
+            del toks
+        flat = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        del parts
+        words = list(prov)
+        freq = np.bincount(flat, minlength=len(words))
+        self.fit_counts(dict(zip(words, freq.tolist())))
+        # provisional id -> final id (cut-off words -> <unk>)
+        stoi = self.stoi_
+        remap = np.fromiter((stoi.get(w, UNK_ID) for w in words), dtype=ID_DTYPE, count=len(words))
+        lengths_arr = np.asarray(lengths, dtype=np.int64)
+        n_sent = len(lengths_arr)
+        ids = np.empty(len(flat) + n_sent, dtype=ID_DTYPE)
+        ends = np.cumsum(lengths_arr + 1)
+        is_eos = np.zeros(len(ids), dtype=bool)
+        is_eos[ends - 1] = True
+        ids[is_eos] = EOS_ID
+        ids[~is_eos] = remap[flat]
         return EncodedText(ids, np.concatenate([[0], ends]).astype(np.int64))
 
     # ------------------------------------------------------------------ statistics

@@ -214,8 +214,8 @@ def train_cmd(text, output, order, smoothing, add_k, discount, discount_fallback
                                        split=tune_on if text in REGISTRY else "valid", data_dir=data_dir,
                                        tokenizer_spec=used_spec)
         heldout = vocab.encode_sentences(h_sents)
-    counts = NgramCounts.from_encoded(enc, order=order, vocab_size=len(vocab))
-    lm.fit(enc, vocab=vocab, counts=counts, heldout=heldout)
+    lm.fit(enc, vocab=vocab, heldout=heldout)
+    del enc
     save_model(lm, output)
     click.echo(f"{lm!r} -> {output} ({time.perf_counter() - t0:.2f} s)", err=True)
     if lm.info_:

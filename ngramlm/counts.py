@@ -92,9 +92,9 @@ def _unique_inverse(keys: np.ndarray, return_first: bool = False):
 class OrderTable:
     """The distinct k-grams of one order (see module docstring)."""
 
-    parent: np.ndarray  # int64, index into order k-1 (0 for unigrams)
-    word: np.ndarray  # int64
-    count: np.ndarray  # int64 raw counts
+    parent: np.ndarray  # int32, index into order k-1 (0 for unigrams)
+    word: np.ndarray  # int32
+    count: np.ndarray  # int32 raw counts
     suffix: Optional[np.ndarray] = None  # index in order k-1 of the last k-1 words (k >= 2)
 
     def __len__(self) -> int:
@@ -119,32 +119,37 @@ class NgramCounts:
                      return_positions: bool = False):
         check_order(order)
         tokens, pos = padded_stream(encoded)
+        tokens = tokens.astype(np.int32)
         V = int(vocab_size)
+        # Tables are int32 (indices and counts below 2^31): half the memory of int64.
+        i32 = np.int32
         # Unigrams: every token (including <s>) is a unigram.
-        cnt1 = np.bincount(tokens, minlength=V).astype(np.int64)
-        words1 = np.arange(V, dtype=np.int64)
-        tables = [OrderTable(parent=np.zeros(V, dtype=np.int64), word=words1, count=cnt1)]
-        # ids_prev[i]: id (in order k-1) of the (k-1)-gram *starting* at token i,
-        # for the positions valid at that order (-1 elsewhere).
-        ids_prev = tokens.copy()
-        positions = [ids_prev] if return_positions else None
+        cnt1 = np.bincount(tokens, minlength=V).astype(i32)
+        tables = [OrderTable(parent=np.zeros(V, dtype=i32), word=np.arange(V, dtype=i32), count=cnt1)]
         n = len(tokens)
-        # end_pos[i]: position of the sentence's </s> relative to i: a k-gram
-        # starting at i fits when pos[i] + k - 1 <= sentence length.
-        sent_len = np.empty(n, dtype=np.int64)  # padded length - 1 of the sentence containing i
+        # remaining[i]: how many tokens follow i in its padded sentence; a k-gram
+        # starting at i fits when remaining[i] >= k - 1.
         bos_idx = np.flatnonzero(pos == 0)
         seg = np.diff(np.append(bos_idx, n))
-        sent_len[:] = np.repeat(seg - 1, seg)
-        remaining = sent_len - pos  # how many tokens follow i in its sentence
+        remaining = (np.repeat(seg - 1, seg) - pos).astype(i32)
+        del pos, seg, bos_idx
+        # ids_prev[i]: id (in order k-1) of the (k-1)-gram *starting* at token i,
+        # for the positions valid at that order (-1 elsewhere).
+        ids_prev = tokens
+        positions = [ids_prev] if return_positions else None
         for k in range(2, order + 1):
             valid = np.flatnonzero(remaining[: n - k + 1] >= k - 1)
-            keys = ids_prev[valid] * V + tokens[valid + k - 1]
+            keys = ids_prev[valid].astype(np.int64) * V + tokens[valid + k - 1]
             uniq, inv, counts, rep = _unique_inverse(keys, return_first=True)
+            del keys
             # The suffix of the k-gram starting at i is the (k-1)-gram starting at i+1.
-            suffix = ids_prev[valid[rep] + 1]
-            tables.append(OrderTable(parent=uniq // V, word=uniq % V, count=counts, suffix=suffix))
-            ids_cur = np.full(n, -1, dtype=np.int64)
+            suffix = ids_prev[valid[rep] + 1].astype(i32)
+            tables.append(OrderTable(parent=(uniq // V).astype(i32), word=(uniq % V).astype(i32),
+                                     count=counts.astype(i32), suffix=suffix))
+            del rep, counts
+            ids_cur = np.full(n, -1, dtype=i32)
             ids_cur[valid] = inv
+            del inv, valid
             ids_prev = ids_cur
             if return_positions:
                 positions.append(ids_cur)
@@ -161,7 +166,7 @@ class NgramCounts:
     # ------------------------------------------------------------------ views
     def keys(self, k: int) -> np.ndarray:
         t = self.tables[k - 1]
-        return t.parent * self.vocab_size + t.word
+        return t.parent.astype(np.int64) * self.vocab_size + t.word
 
     def ngrams(self, k: int) -> np.ndarray:
         """The k-grams of order k as an ``(m_k, k)`` array of word ids (lexicographic order)."""
@@ -178,7 +183,7 @@ class NgramCounts:
         if k == 2:
             return t.word.copy()
         # suffix(parent) + word, looked up in order k-1.
-        parent_suffix = self.suffix_index(k - 1)[t.parent]
+        parent_suffix = self.suffix_index(k - 1)[t.parent].astype(np.int64)
         return lookup(self.keys(k - 1), parent_suffix * self.vocab_size + t.word)
 
     def count_of_counts(self, k: int, max_count: int = 10) -> np.ndarray:

@@ -114,18 +114,24 @@ def _interpolate(counts: NgramCounts, alphas: list, gammas: list, n_types: int) 
     p1 = alphas[0] + gammas[0] / n_types
     p1 = np.where(mask1, p1, 0.0)
     probs = [p1]
-    for k in range(2, n + 1):
-        t = counts.tables[k - 1]
-        probs.append(alphas[k - 1] + gammas[k - 1][t.parent] * probs[k - 2][counts.suffix_index(k)])
+    alphas[0] = None
     with np.errstate(divide="ignore"):
-        log_probs = [np.log10(p) for p in probs]
+        for k in range(2, n + 1):
+            t = counts.tables[k - 1]
+            pk = alphas[k - 1]
+            pk += gammas[k - 1][t.parent] * probs[k - 2][counts.suffix_index(k)]
+            alphas[k - 1] = None  # pk reuses its buffer
+            probs.append(pk)
+            # Order k-1 is no longer needed as probabilities: take logs in place.
+            np.log10(probs[k - 2], out=probs[k - 2])
+        np.log10(probs[n - 1], out=probs[n - 1])
         log_bo = []
         for k in range(1, n):
             g = gammas[k]  # contexts of order k+1 are order-k entries
             # Entries that are not a context of anything keep backoff 1 (log 0).
             log_bo.append(np.where(g > 0, np.log10(np.where(g > 0, g, 1.0)), 0.0))
     log_bo.append(np.zeros(0))
-    return log_probs, log_bo
+    return probs, log_bo
 
 
 def _discount_error(name: str, k: int, detail: str) -> InputError:
@@ -215,6 +221,7 @@ class ModifiedKneserNey(Smoother):
             alphas.append(np.where(a > 0, (a - D[bucket]) / safe[parent], 0.0))
             disc_mass = _context_sums(parent, np.where(a > 0, D[bucket], 0.0), n_ctx)
             gammas.append(np.where(denom > 0, disc_mass / safe, 0.0))
+            adj[k - 1] = None
         gammas[0] = gammas[0][0]
         lp, lb = _interpolate(counts, alphas, gammas, n_types)
         return BackoffTables(lp, lb, info={"discounts": [list(map(float, d)) for d in discounts]})
