@@ -18,7 +18,8 @@ with and without it, is below a threshold.  ``D`` follows Stolcke's closed form:
     D = -P(h) [ p(w|h) (ln p'(w|h) - ln p(w|h)) + (1 - S_h) (ln b'(h) - ln b(h)) ]
 
 with ``S_h`` the stored mass of ``h``, ``b'(h)`` its back-off weight once ``w`` is
-gone, ``p'(w|h) = b'(h) p(w|h')`` and ``P(h)`` the model's chain probability of ``h``.
+gone, ``p'(w|h) = b'(h) p(w|h')`` and ``P(h)`` the model's chain probability of ``h``
+(SRILM's convention: a leading ``<s>`` has the probability of ``</s>``).
 Each n-gram is judged against the full model, as in Stolcke's paper and SRILM.
 """
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from corpora.errors import InputError
-from corpora.vocab import BOS_ID
+from corpora.vocab import BOS_ID, EOS_ID
 
 LN10 = math.log(10.0)
 
@@ -58,14 +59,18 @@ def _score_rows(model, rows: np.ndarray) -> np.ndarray:
 
 
 def _chain_log10(model, rows: np.ndarray) -> np.ndarray:
-    """log10 P(row) by the chain rule (a leading <s> is given, not predicted)."""
+    """log10 P(row) by the chain rule.
+
+    A leading ``<s>`` is never predicted; as in SRILM, its marginal probability is
+    taken to be the unigram p(</s>) (a sentence starts where the last one ended).
+    """
     m, L = rows.shape
     tokens = rows.ravel()
     start = np.where(rows[:, 0] == BOS_ID, 0, model.order_)
     pos = (start[:, None] + np.arange(L)[None, :]).ravel()
     lp, _ = model._score_padded(tokens, pos)
     lp = lp.reshape(m, L)
-    lp[:, 0] = np.where(rows[:, 0] == BOS_ID, 0.0, lp[:, 0])
+    lp[:, 0] = np.where(rows[:, 0] == BOS_ID, model.log10_prob_[0][EOS_ID], lp[:, 0])
     return lp.sum(axis=1)
 
 

@@ -65,7 +65,7 @@ def test_entropy_pruning_formula_matches_brute_force_kl(tm):
         p_after = other.next_probs(hist)
         mask = p_before > 0
         kl = float(np.sum(p_before[mask] * (np.log(p_before[mask]) - np.log(p_after[mask]))))
-        P_h = 1.0 if h == 1 else lm.prob(tm.vocab.itos_[h])
+        P_h = lm.prob("</s>") if h == 1 else lm.prob(tm.vocab.itos_[h])  # SRILM: P(<s>) = p(</s>)
         assert D[j] == pytest.approx(P_h * kl, rel=1e-6, abs=1e-15)
 
 
@@ -115,3 +115,34 @@ def test_cli_prune(run_cli, shared_corpora, tmp_path, monkeypatch):
                            "--order", "3", "--smoothing", "wb", "--prune", "0,1,1")
     assert code == 0, err
     assert NgramLM.load(tmp_path / "m.npz").info_["pruned"]["cutoffs"] == [0, 1, 1]
+
+
+def test_entropy_pruning_agrees_with_kaldingram(tm, tmp_path):
+    """kaldingram (a Python port of SRILM's -prune) keeps the same trigrams; bigrams differ
+    only in `<s> w`, whose context probability it takes as 10^-99 (ARPA's <s>) where we,
+    like SRILM's own convention for longer contexts, use p(</s>)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("kaldingram")
+    from ngramlm.arpa import read_arpa, write_arpa
+    from ngramlm.pruning import prune_entropy
+
+    lm = NgramLM(order=3, smoothing="mkn", discount_fallback=(0.5, 1, 1.5)).fit(tm["train"], vocab=tm.vocab)
+    write_arpa(lm, tmp_path / "full.arpa")
+    subprocess.run([sys.executable, "-m", "kaldingram.cli", "prune", "--lm", str(tmp_path / "full.arpa"),
+                    "--write-lm", str(tmp_path / "k.arpa"), "--threshold", "1e-6", "--verbose", "5"],
+                   check=True, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    theirs = read_arpa(tmp_path / "k.arpa")
+    ours = read_arpa(tmp_path / "full.arpa")
+    prune_entropy(ours, 1e-6)
+
+    def grams(model, k):
+        it = model.vocab_.itos_
+        return {tuple(it[i] for i in g) for g in ngram_words(model, k)}
+
+    assert grams(ours, 3) == grams(theirs, 3)
+    assert len(grams(ours, 3)) < lm.n_ngrams_[2]
+    extra = grams(ours, 2) - grams(theirs, 2)
+    assert not grams(theirs, 2) - grams(ours, 2)
+    assert all(g[0] == "<s>" for g in extra)
