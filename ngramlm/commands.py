@@ -167,6 +167,10 @@ def train_cmd(text, output, order, smoothing, add_k, discount, discount_fallback
 
     check_prune_args(order, prune, prune_entropy)
     t0 = time.perf_counter()
+
+    def stage(i: int, what: str) -> None:  # KenLM-style "=== k/N stage ===" progress on stderr
+        click.echo(f"=== {i}/4 {what} ({time.perf_counter() - t0:.2f} s) ===", err=True)
+
     lm = NgramLM(order=order, smoothing=smoothing, k=add_k, discount=discount,
                  discount_fallback=(0.5, 1.0, 1.5) if discount_fallback else None, alpha=alpha, lambdas=lam,
                  prune=prune, prune_entropy=prune_entropy)
@@ -180,6 +184,7 @@ def train_cmd(text, output, order, smoothing, add_k, discount, discount_fallback
         spec = spec or vocab.tokenizer
     from corpora.registry import REGISTRY
 
+    stage(1, "reading and encoding the training text")
     unk = REGISTRY[text].unk_token if text in REGISTRY else None
     fast = _plain_training_file(text, split, data_dir) if not vocab_path else None
     if fast is not None:
@@ -214,8 +219,12 @@ def train_cmd(text, output, order, smoothing, add_k, discount, discount_fallback
                                        split=tune_on if text in REGISTRY else "valid", data_dir=data_dir,
                                        tokenizer_spec=used_spec)
         heldout = vocab.encode_sentences(h_sents)
-    lm.fit(enc, vocab=vocab, heldout=heldout)
-    del enc
+    stage(2, f"counting {order} orders")
+    counts = NgramCounts.from_encoded(enc, order=order, vocab_size=len(vocab))
+    stage(3, f"smoothing ({smoother.name})" + (", pruning" if prune or prune_entropy else ""))
+    lm.fit(enc, vocab=vocab, counts=counts, heldout=heldout)
+    del enc, counts  # the model keeps what it needs; free the counts before writing
+    stage(4, f"writing {output}")
     save_model(lm, output)
     click.echo(f"{lm!r} -> {output} ({time.perf_counter() - t0:.2f} s)", err=True)
     if lm.info_:
