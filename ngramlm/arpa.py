@@ -20,7 +20,7 @@ from corpora.errors import InputError
 from corpora.textio import atomic_write_text, read_bytes
 from corpora.vocab import BOS_ID, EOS_ID, N_SPECIALS, PAD_ID, UNK_ID, Vocab
 
-from .counts import _rows_index
+from .counts import lookup
 
 LOG10_MISSING_UNK = -100.0  # KenLM's substitute when an ARPA file lacks <unk>
 
@@ -108,6 +108,57 @@ def write_arpa(model, path: os.PathLike | str) -> None:
     atomic_write_text(path, out.getvalue())
 
 
+def _parse_section_fast(lines, a, b, k, top, expected):
+    """Tab-separated sections (what KenLM and SRILM write), parsed with bulk numpy conversions.
+
+    Returns None whenever anything is unusual; the careful parser then finds and
+    reports the exact line.
+    """
+    idx = [j for j in range(a, b) if lines[j]]
+    if len(idx) != expected:
+        return None
+    cols = [lines[j].split("\t") for j in idx]
+    try:
+        widths = set(map(len, cols))
+        if not widths <= ({2} if top else {2, 3}):
+            return None
+        probs = np.array([c[0] for c in cols], dtype=np.float64)
+        bos = np.array([c[2] if len(c) == 3 else "0" for c in cols], dtype=np.float64)
+    except ValueError:
+        return None
+    flat = " ".join(c[1] for c in cols).split(" ")
+    if len(flat) != k * len(cols) or not np.all(np.isfinite(probs)) or not np.all(np.isfinite(bos)) \
+            or np.any(probs > 0) or "" in flat:
+        return None
+    return flat, probs, bos, np.asarray(idx) + 1
+
+
+def _parse_section_slow(lines, a, b, k, top, err):
+    flat, probs, bos, lns = [], [], [], []
+    for i in range(a, b):
+        s = lines[i].strip()
+        if not s:
+            continue
+        parts = s.split()
+        if len(parts) not in (k + 1, k + 2):
+            raise err(f"expected log10 probability, {k} word(s) and an optional back-off, got {len(parts)} fields",
+                      i + 1)
+        try:
+            p = float(parts[0])
+            bo = float(parts[k + 1]) if len(parts) == k + 2 else 0.0
+        except ValueError:
+            raise err(f"bad number in {s[:60]!r}", i + 1) from None
+        if not (math.isfinite(p) and math.isfinite(bo)) or p > 0:
+            raise err(f"log10 probability must be a finite number <= 0, got {parts[0]!r}", i + 1)
+        if top and len(parts) == k + 2:
+            raise err(f"highest-order ({k}-gram) entries cannot have a back-off weight", i + 1)
+        flat.extend(parts[1:k + 1])
+        probs.append(p)
+        bos.append(bo)
+        lns.append(i + 1)
+    return flat, np.array(probs, dtype=np.float64), np.array(bos, dtype=np.float64), np.array(lns)
+
+
 def read_arpa(path: os.PathLike | str, *, unk_token: str = "<unk>", bos_token: str = "<s>", eos_token: str = "</s>"):
     """Parse an ARPA file (plain or gzip) into an :class:`NgramLM`."""
     from .model import NgramLM
@@ -147,7 +198,7 @@ def read_arpa(path: os.PathLike | str, *, unk_token: str = "<unk>", bos_token: s
     if not declared:
         raise err("no 'ngram N=COUNT' lines after \\data\\", i + 1)
     order = len(declared)
-    entries = []  # per order: (words list, probs, backoffs, line numbers)
+    entries = []  # per order: (flat word list, probs, backoffs, line numbers)
     for k in range(1, order + 1):
         while i < nlines and not lines[i].strip():
             i += 1
@@ -156,45 +207,25 @@ def read_arpa(path: os.PathLike | str, *, unk_token: str = "<unk>", bos_token: s
         if lines[i].strip() != f"\\{k}-grams:":
             raise err(f"expected \\{k}-grams: but found {lines[i].strip()[:40]!r}", i + 1)
         i += 1
-        words, probs, bos, lns = [], [], [], []
-        while i < nlines:
-            line = lines[i]
-            s = line.strip()
-            if not s:
-                i += 1
-                if len(words) >= declared[k - 1]:
-                    break
-                continue
-            if s.startswith("\\"):
-                break
-            parts = s.split()
-            if len(parts) not in (k + 1, k + 2):
-                raise err(f"expected log10 probability, {k} word(s) and an optional back-off, got {len(parts)} fields",
-                          i + 1)
-            try:
-                p = float(parts[0])
-                b = float(parts[k + 1]) if len(parts) == k + 2 else 0.0
-            except ValueError:
-                raise err(f"bad number in {s[:60]!r}", i + 1) from None
-            if not (math.isfinite(p) and math.isfinite(b)) or p > 0:
-                raise err(f"log10 probability must be a finite number <= 0, got {parts[0]!r}", i + 1)
-            if k == order and len(parts) == k + 2:
-                raise err(f"highest-order ({k}-gram) entries cannot have a back-off weight", i + 1)
-            words.append(parts[1:k + 1])
-            probs.append(p)
-            bos.append(b)
-            lns.append(i + 1)
-            i += 1
-        if len(words) != declared[k - 1]:
-            raise err(f"\\data\\ declares {declared[k - 1]} {k}-grams but the section has {len(words)}", i + 1 if i < nlines else nlines)
-        entries.append((words, np.array(probs), np.array(bos), np.array(lns)))
+        end = i
+        while end < nlines and not lines[end].startswith("\\"):
+            end += 1
+        parsed = _parse_section_fast(lines, i, end, k, k == order, declared[k - 1])
+        if parsed is None:  # unusual layout or an error: the careful parser says where
+            parsed = _parse_section_slow(lines, i, end, k, k == order, err)
+        flat, probs, bos, lns = parsed
+        if len(probs) != declared[k - 1]:
+            raise err(f"\\data\\ declares {declared[k - 1]} {k}-grams but the section has {len(probs)}",
+                      end + 1 if end < nlines else nlines)
+        entries.append((flat, probs, bos, lns))
+        i = end
     while i < nlines and not lines[i].strip():
         i += 1
     if i >= nlines or lines[i].strip() != "\\end\\":
         raise err("missing \\end\\ marker (truncated file?)", min(i + 1, nlines))
 
     # Vocabulary from the unigrams; specials at their fixed ids.
-    uni_words = [w[0] for w in entries[0][0]]
+    uni_words = entries[0][0]
     seen = {}
     for w, ln in zip(uni_words, entries[0][3]):
         if w in seen:
@@ -223,13 +254,17 @@ def read_arpa(path: os.PathLike | str, *, unk_token: str = "<unk>", bos_token: s
     model.missing_backoff_ = 0.0
     model.info_ = {"arpa": str(path)}
     keys_l, lp_l, bo_l = [], [], []
-    prev_grams = None
     for k in range(1, order + 1):
-        words, probs, bos, lns = entries[k - 1]
-        ids = np.array([[stoi.get(w, -1) for w in ws] for ws in words], dtype=np.int64).reshape(-1, k)
+        flat, probs, bos, lns = entries[k - 1]
+        get = stoi.get
+        ids = np.array([get(w, -1) for w in flat], dtype=np.int64).reshape(-1, k)
+
+        def text(r: int) -> str:
+            return " ".join(flat[r * k:(r + 1) * k])
+
         if (ids < 0).any():
             r = int(np.flatnonzero((ids < 0).any(axis=1))[0])
-            raise err(f"{k}-gram {' '.join(words[r])!r} uses a word that is not among the unigrams", int(lns[r]))
+            raise err(f"{k}-gram {text(r)!r} uses a word that is not among the unigrams", int(lns[r]))
         if k == 1:
             lp = np.full(V, -np.inf)
             bo = np.zeros(V)
@@ -239,14 +274,15 @@ def read_arpa(path: os.PathLike | str, *, unk_token: str = "<unk>", bos_token: s
                 lp[UNK_ID] = LOG10_MISSING_UNK
             lp[BOS_ID] = -np.inf  # never predicted (ARPA's -99)
             keys = np.arange(V, dtype=np.int64)
-            grams = np.arange(V, dtype=np.int64)[:, None]
         else:
-            parent = _rows_index(prev_grams, ids[:, :-1])
-            ok = parent < len(prev_grams)
-            ok[ok] = np.all(prev_grams[parent[ok]] == ids[ok, :-1], axis=1)
+            # The context's index: walk the trie one word at a time (int64 keys).
+            parent = ids[:, 0].copy()
+            for j in range(1, k - 1):
+                parent = lookup(keys_l[j], np.where(parent >= 0, parent * V + ids[:, j], -1))
+            ok = parent >= 0
             if not ok.all():
                 r = int(np.flatnonzero(~ok)[0])
-                raise err(f"the context of {k}-gram {' '.join(words[r])!r} is not listed among the {k - 1}-grams",
+                raise err(f"the context of {k}-gram {text(r)!r} is not listed among the {k - 1}-grams",
                           int(lns[r]))
             raw_keys = parent * V + ids[:, -1]
             perm = np.argsort(raw_keys, kind="stable")
@@ -254,14 +290,12 @@ def read_arpa(path: os.PathLike | str, *, unk_token: str = "<unk>", bos_token: s
             dup = np.flatnonzero(keys[1:] == keys[:-1])
             if len(dup):
                 a, b = sorted((int(lns[perm[dup[0]]]), int(lns[perm[dup[0] + 1]])))
-                raise err(f"duplicate {k}-gram {' '.join(words[perm[dup[0]]])!r} (first at line {a})", b)
+                raise err(f"duplicate {k}-gram {text(int(perm[dup[0]]))!r} (first at line {a})", b)
             lp = probs[perm]
             bo = bos[perm]
-            grams = ids[perm]
         keys_l.append(keys)
         lp_l.append(lp.astype(np.float64))
         bo_l.append(bo.astype(np.float64) if k < order else np.zeros(0))
-        prev_grams = grams
     model.keys_ = keys_l
     model.log10_prob_ = lp_l
     model.log10_backoff_ = bo_l
