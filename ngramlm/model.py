@@ -194,27 +194,19 @@ class NgramLM:
     def _gram_ids(self, tokens: np.ndarray, pos: np.ndarray) -> list:
         """gid[k-1][t]: index in order k of the k-gram *ending* at padded position t, or -1."""
         V = len(self.vocab_)
-        T = len(tokens)
-        tok = tokens.astype(np.int64)
-        gids = [tok]
+        gids = [tokens.astype(np.int64)]
         # A history continues only where positions are consecutive (rows of a batch
         # of queries are separate sentences even when they carry no <s>).
-        linked = np.zeros(T, dtype=bool)
+        linked = np.zeros(len(pos), dtype=bool)
         linked[1:] = pos[1:] == pos[:-1] + 1
         self._linked = linked
-        # Only positions whose (k-1)-gram ending one step earlier exists can hold a
-        # k-gram, so the candidate set shrinks quickly with the order.
-        cand = np.flatnonzero(linked)
         for k in range(2, self.order_ + 1):
-            g = np.full(T, -1, dtype=np.int64)
-            if len(cand):
-                res = self._find(k, gids[-1][cand - 1] * V + tok[cand])
-                hit = cand[res >= 0]
-                g[hit] = res[res >= 0]
-                nxt = hit + 1
-                nxt = nxt[nxt < T]
-                cand = nxt[linked[nxt]]
-            gids.append(g)
+            prev = np.empty_like(gids[-1])
+            prev[0] = -1
+            prev[1:] = gids[-1][:-1]
+            # prev >= 0 (with linked) implies the history is long enough for order k.
+            q = np.where((prev >= 0) & linked, prev * V + gids[0], -1)
+            gids.append(self._find(k, q))
         return gids
 
     def _find(self, k: int, queries: np.ndarray) -> np.ndarray:
