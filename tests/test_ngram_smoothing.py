@@ -165,3 +165,53 @@ def test_degenerate_count_of_counts_explains_and_offers_fallback():
 def test_unknown_smoother():
     with pytest.raises(InputError, match="unknown smoother"):
         fit("good-turing-ish")
+
+
+def test_jelinek_mercer_hand_values():
+    lm, _ = fit("jm", lambdas=[0.8, 0.5])
+    # unigram ML: c(a)=3, c(b)=2, c(</s>)=3 of N=8; uniform over |V|=4
+    p_a = 0.8 * 3 / 8 + 0.2 / 4
+    p_b = 0.8 * 2 / 8 + 0.2 / 4
+    assert lm.prob("a") == pytest.approx(p_a)
+    # context a: c(a b)=1, c(a .)=3
+    assert lm.prob("b", ["<s>", "a"]) == pytest.approx(0.5 * 1 / 3 + 0.5 * p_b)
+    assert lm.prob("a", ["<s>", "a"]) == pytest.approx(0.5 * 0 + 0.5 * p_a)
+
+
+def test_katz_matches_an_independent_dict_implementation(timemachine):
+    """Katz backoff recomputed with plain dicts (Good-Turing ratios with Katz's normalisation)."""
+    ds = timemachine
+    lm = NgramLM(order=2, smoothing="katz").fit(ds["train"], vocab=ds.vocab)
+    kmax = 5
+    uni, big = {}, {}
+    for s in ds.corpus.sentences("train"):
+        p = ["<s>"] + s + ["</s>"]
+        for w in p[1:]:
+            uni[w] = uni.get(w, 0) + 1
+        for x, y in zip(p, p[1:]):
+            big[(x, y)] = big.get((x, y), 0) + 1
+
+    def ratios(counts):
+        n = {}
+        for c in counts.values():
+            n[c] = n.get(c, 0) + 1
+        common = (kmax + 1) * n[kmax + 1] / n[1]
+        return {c: ((c + 1) * n[c + 1] / n[c] / c - common) / (1 - common) for c in range(1, kmax + 1)}
+
+    du, db = ratios(uni), ratios(big)
+    N = sum(uni.values())
+    types = [w for w in ds.vocab.itos_ if w not in ("<pad>", "<s>")]
+    pu = {w: du.get(uni.get(w, 0), 1.0) * uni.get(w, 0) / N for w in types}
+    left = 1 - sum(pu.values())
+    pu = {w: p + left / len(types) for w, p in pu.items()}
+    rng = np.random.default_rng(3)
+    for h in ["<s>", "the", "time", "traveller"] + list(rng.choice(types[2:], 5)):
+        ch = sum(c for (x, _), c in big.items() if x == h)
+        if not ch:
+            continue
+        seen = {y: db.get(c, 1.0) * c / ch for (x, y), c in big.items() if x == h}
+        alpha = (1 - sum(seen.values())) / (1 - sum(pu[y] for y in seen))
+        hist = ["<s>"] if h == "<s>" else ["<s>", h]
+        for w in list(seen)[:20] + list(rng.choice(types, 20)):
+            want = seen[w] if w in seen else alpha * pu[w]
+            assert lm.prob(w, hist) == pytest.approx(want, rel=1e-9), (h, w)
