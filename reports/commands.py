@@ -1,0 +1,188 @@
+"""``ngramlm compare`` and ``ngramlm report``."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+from click.core import ParameterSource
+
+from corpora.datadir import ENV_VAR
+from corpora.errors import InputError
+
+from .settings import (DEFAULT_NEURAL, DEFAULT_SMOOTHERS, NEURAL_SIZES, CompareSettings, parse_fractions, parse_list,
+                       quick_settings)
+
+# option name -> settings field, for the options that define what a run trains
+_SETTING_OPTIONS = {
+    "corpus": "corpus", "max_order": "max_order", "smoothers": "smoothers", "neural": "neural",
+    "neural_minutes": "neural_minutes", "neural_epochs": "neural_epochs", "neural_size": "neural_size",
+    "curve": "curve", "curve_minutes": "curve_minutes", "curve_smoother": "curve_smoother",
+    "passage_tokens": "passage_tokens", "toy_train_tokens": "toy_train_tokens",
+    "toy_eval_tokens": "toy_eval_tokens", "seed": "seed",
+}
+
+
+def _echo_err(msg: str) -> None:
+    click.echo(msg, err=True)
+
+
+def _given(ctx: click.Context, name: str) -> bool:
+    return ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+
+
+def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> CompareSettings:
+    values = {
+        "corpus": opts["corpus"] or "toy",
+        "max_order": opts["max_order"],
+        "smoothers": parse_list(opts["smoothers"]),
+        "neural": () if (opts["neural"] or "").strip().lower() == "none" else parse_list(opts["neural"]),
+        "neural_minutes": opts["neural_minutes"],
+        "neural_epochs": opts["neural_epochs"],
+        "neural_size": opts["neural_size"],
+        "curve": parse_fractions(opts["curve"]),
+        "curve_minutes": opts["curve_minutes"],
+        "curve_smoother": opts["curve_smoother"],
+        "passage_tokens": opts["passage_tokens"],
+        "toy_train_tokens": opts["toy_train_tokens"],
+        "toy_eval_tokens": opts["toy_eval_tokens"],
+        "seed": opts["seed"],
+        "threads": opts["threads"],
+    }
+    if opts["neural"] is not None and opts["neural"].strip().lower() != "none" and not values["neural"]:
+        raise InputError("--neural is empty", fix=f"pass e.g. --neural {','.join(DEFAULT_NEURAL)}, or --neural none")
+    # An epoch budget replaces the default time budget; an explicit time budget is kept (and then refused).
+    if values["neural_epochs"] is not None and not _given(ctx, "neural_minutes"):
+        values["neural_minutes"] = None
+    if quick:
+        base = quick_settings().to_dict()
+        for opt, field in _SETTING_OPTIONS.items():
+            if not _given(ctx, opt) and field in base:
+                values[field] = tuple(base[field]) if isinstance(base[field], list) else base[field]
+        if not _given(ctx, "threads"):
+            values["threads"] = base["threads"]
+        if _given(ctx, "neural_minutes") and not _given(ctx, "neural_epochs"):
+            values["neural_epochs"] = None
+    return CompareSettings(**values).validate()
+
+
+@click.command("compare")
+@click.argument("corpus", required=False)
+@click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+              help="Folder for results.json, the report and the model cache [default: compare-out/CORPUS].")
+@click.option("--max-order", type=int, default=5, show_default=True, help="N-gram orders 1..N.")
+@click.option("--smoothers", default=",".join(DEFAULT_SMOOTHERS), show_default=True,
+              help="Comma-separated smoothers (mle, laplace, addk, wb, jm, katz, absolute, kn, mkn, stupid).")
+@click.option("--neural", default=",".join(DEFAULT_NEURAL), show_default=True,
+              help="Comma-separated neural models (lstm, gru, rnn_tanh, rnn_relu, transformer), or 'none'.")
+@click.option("--neural-minutes", type=float, default=0.6, show_default=True,
+              help="Wall-clock training budget per neural model, in minutes.")
+@click.option("--neural-epochs", type=int, default=None, help="Train each neural model this many epochs instead.")
+@click.option("--neural-size", type=click.Choice(NEURAL_SIZES), default="small", show_default=True,
+              help="tiny / small presets, or the `neural train` defaults.")
+@click.option("--curve", default="1%,3%,10%,30%,100%", show_default=True,
+              help="Learning-curve training-set sizes (fractions or percentages of the training text).")
+@click.option("--curve-minutes", type=float, default=None,
+              help="Neural budget per learning-curve point [default: a quarter of --neural-minutes].")
+@click.option("--curve-smoother", default="mkn", show_default=True, help="Smoother of the learning curves' 3- and 5-gram.")
+@click.option("--passage-tokens", type=int, default=40, show_default=True,
+              help="Longest test passage of the per-token and attention views.")
+@click.option("--toy-train-tokens", type=int, default=None, help="Toy corpus: training tokens [default: 200,000].")
+@click.option("--toy-eval-tokens", type=int, default=None, help="Toy corpus: validation and test tokens [default: 20,000].")
+@click.option("--quick", is_flag=True,
+              help="A run of seconds: small toy splits, orders 1-3, four smoothers, tiny neural models, 1 epoch "
+                   "(options given explicitly still apply).")
+@click.option("--force", is_flag=True, help="Re-run into an existing folder; unchanged models come from its cache.")
+@click.option("--resume", is_flag=True, help="Continue the interrupted run in --out with its recorded settings.")
+@click.option("--data-dir", envvar=ENV_VAR, type=click.Path(file_okay=False), default=None,
+              help=f"Folder holding the corpora [env {ENV_VAR}].")
+@click.option("--seed", type=int, default=1234, show_default=True, help="Seed of the neural models.")
+@click.option("--threads", type=int, default=1, show_default=True,
+              help="torch.set_num_threads.  The compared models are small: one thread is about as fast, and "
+                   "does not collapse when other jobs share the cores (two busy-waiting threads do).")
+@click.option("--verbose", is_flag=True, help="Also print the neural models' per-epoch log.")
+@click.pass_context
+def compare_cmd(ctx, corpus, out, max_order, smoothers, neural, neural_minutes, neural_epochs, neural_size, curve,
+                curve_minutes, curve_smoother, passage_tokens, toy_train_tokens, toy_eval_tokens, quick, force, resume,
+                data_dir, seed, threads, verbose):
+    """Train n-gram models (orders 1..N x smoothers) and neural models on one tokenization of CORPUS
+    [default: toy], cache every result, and write results.json, report.md and report.html."""
+    from .compare import Run, prepare_out_dir, start_run
+    from .render import render
+
+    t0 = time.perf_counter()
+    opts = dict(ctx.params)
+    if out is None:
+        out = str(Path("compare-out") / Path(corpus or "toy").stem)
+    out_path = Path(out)
+    if resume:
+        settings = prepare_out_dir(out_path, force=force, resume=True)
+        given = [o for o in _SETTING_OPTIONS if _given(ctx, o)]
+        if given or quick:
+            requested = _settings_from_options(ctx, opts, quick).to_dict()
+            stored = settings.to_dict()
+            fields = {_SETTING_OPTIONS[o] for o in given} | (set(quick_settings().to_dict()) if quick else set())
+            changed = sorted(f for f in fields if f != "threads" and requested[f] != stored[f])
+            if changed:
+                raise InputError(f"--resume continues the recorded run with its own settings; this would change "
+                                 f"{', '.join(changed)}", path=out_path,
+                                 fix="drop those options, or use --force to re-run with new settings")
+        if _given(ctx, "threads"):
+            settings.threads = threads
+    else:
+        settings = _settings_from_options(ctx, opts, quick)
+        prepare_out_dir(out_path, force=force, resume=False)
+    # Load the corpus before creating the folder: an unknown name must not leave an empty run behind.
+    from .data import load_data
+
+    data = load_data(settings, data_dir)
+    start_run(out_path, settings)
+    run = Run(settings, out_path, data=data, log=_echo_err, verbose=verbose)
+    try:
+        results = run.execute()
+    except KeyboardInterrupt:
+        _echo_err(f"interrupted; what finished is cached. Continue with: ngramlm compare --out {out} --resume")
+        raise SystemExit(130)
+    paths = render(out_path, results)
+    click.echo(summary_table(results))
+    _echo_err(f"wrote {out_path / 'results.json'}, {paths['md']}, {paths['html']} "
+              f"in {time.perf_counter() - t0:.1f} s")
+
+
+@click.command("report")
+@click.argument("directory", type=click.Path(file_okay=False))
+def report_cmd(directory):
+    """Re-render report.md and report.html in DIRECTORY from its results.json."""
+    from .compare import read_results
+    from .render import render
+
+    results = read_results(Path(directory))
+    paths = render(Path(directory), results)
+    click.echo(f"wrote {paths['md']} and {paths['html']} ({len(paths['plots'])} figures)")
+
+
+def summary_table(results: dict) -> str:
+    """Plain-text table of every model's perplexities (and the floor, on the toy corpus)."""
+    truth = ((results.get("corpus") or {}).get("truth") or {}).get("test")
+    lines = []
+    head = f"{'model':<28} {'valid ppl':>10} {'test ppl':>10} {'bits/tok':>9}"
+    if truth:
+        head += f" {'above floor':>12}"
+    lines.append(head)
+    if truth:
+        lines.append(f"{'true language (floor)':<28} {'':>10} {truth['perplexity']:>10.2f} {truth['bits_per_token']:>9.3f}")
+    for family in ("ngram", "neural", "interpolation"):
+        for r in results.get(family, []):
+            def ppl(split):
+                sc = r.get(split)
+                if not sc:
+                    return "n/a"
+                return "inf" if sc["ppl"] is None else f"{sc['ppl']:.2f}"
+
+            t = r.get("test") or {}
+            bits = "" if t.get("bits_per_token") is None else f"{t['bits_per_token']:.3f}"
+            line = f"{r['id']:<28} {ppl('valid'):>10} {ppl('test'):>10} {bits:>9}"
+            if truth and r.get("above_floor"):
+                line += f" {r['above_floor']['extra_bits_per_token']:>+11.3f}b"
+            lines.append(line)
+    return "\n".join(lines)

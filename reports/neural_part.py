@@ -1,0 +1,181 @@
+"""The neural side of a comparison: model presets, budgeted training, per-token scores, attention.
+
+Each model trains under a budget (wall-clock minutes or epochs) into a checkpoint in
+the cache; its *best-validation* weights are then scored token by token on valid and
+test with :func:`neural.evaluate.token_log_probs` -- the same predicted tokens as the
+n-gram models.  Imports torch (only this module of ``reports`` does).
+"""
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+
+from corpora.errors import InputError
+from corpora.vocab import EOS_ID, EncodedText
+from neural.checkpoint import best_path, load_model
+from neural.config import CELLS, RNNConfig, TrainConfig, TransformerConfig
+from neural.evaluate import token_log_probs
+from neural.models import build_model
+from neural.train import Trainer
+
+LOG2_E = 1.0 / math.log(2.0)
+
+# Architecture presets.  "default" is what `ngramlm neural train` builds.
+PRESETS = {
+    "tiny": {"rnn": dict(emb_size=32, hidden_size=32, n_layers=1, dropout=0.0),
+             "transformer": dict(d_model=32, n_layers=1, n_heads=2, d_ff=64, block_size=32, dropout=0.0)},
+    "small": {"rnn": dict(emb_size=128, hidden_size=128, n_layers=1, dropout=0.1),
+              "transformer": dict(d_model=128, n_layers=2, n_heads=4, d_ff=512, block_size=64, dropout=0.1)},
+    "default": {"rnn": dict(emb_size=200, hidden_size=200, n_layers=2, dropout=0.2),
+                "transformer": dict(d_model=256, n_layers=4, n_heads=4, d_ff=1024, block_size=128, dropout=0.3)},
+}
+# Training recipes.  Validation between epochs (for the best checkpoint and the schedule) scores
+# 8 rows in parallel to stay cheap on small subsets; the reported numbers come from a separate
+# full-history pass over the best weights.  The Transformer uses a constant AdamW rate: under a wall-clock budget the
+# number of steps is unknown, so a cosine schedule would not know where to end.
+RECIPES = {
+    "rnn": dict(optimizer="sgd", lr=20.0, schedule="plateau", batch_scheme="sequential", bptt=35, batch_size=20,
+                clip=0.25, plateau_threshold=0.01, weight_decay=0.0, eval_batch_size=8),
+    "transformer": dict(optimizer="adamw", lr=2e-3, schedule="constant", batch_scheme="random", batch_size=32,
+                        clip=1.0, weight_decay=0.1, eval_batch_size=8),
+}
+LABELS = {"lstm": "LSTM", "gru": "GRU", "rnn_tanh": "RNN (tanh)", "rnn_relu": "RNN (ReLU)", "transformer": "Transformer"}
+
+
+def kind_of(name: str) -> str:
+    return "rnn" if name in CELLS else "transformer"
+
+
+def model_config(name: str, size: str, vocab_size: int) -> dict:
+    kind = kind_of(name)
+    p = dict(PRESETS[size][kind])
+    if kind == "rnn":
+        return RNNConfig(vocab_size=vocab_size, cell=name, tie_weights=True, **p).to_dict()
+    return TransformerConfig(vocab_size=vocab_size, tie_weights=True, positional="learned", **p).to_dict()
+
+
+def train_config(name: str, size: str, budget: dict, seed: int, model_cfg: dict) -> dict:
+    kind = kind_of(name)
+    r = dict(RECIPES[kind])
+    if kind == "transformer":
+        r["bptt"] = model_cfg["block_size"]
+        if size == "default":
+            r["lr"] = 1e-3
+    epochs = budget.get("epochs")
+    return TrainConfig(epochs=epochs or 1000, time_budget=budget.get("minutes"), seed=seed,
+                       patience=0 if epochs else 3, checkpoint_minutes=2.0, **r).to_dict()
+
+
+def neural_settings(name: str, size: str, budget: dict, seed: int, vocab_size: int, fraction: float = 1.0) -> dict:
+    mcfg = model_config(name, size, vocab_size)
+    return {"model": name, "size": size, "budget": budget, "train_fraction": fraction,
+            "model_config": mcfg, "train_config": train_config(name, size, budget, seed, mcfg)}
+
+
+def neural_row(name: str, settings: dict, data, checkpoint: Path, train: Optional[EncodedText] = None,
+               log: Optional[Callable[[str], None]] = None, row_id: Optional[str] = None) -> tuple[dict, dict]:
+    """Train (or continue training) one neural model and score it: ``(row, per-token log2 arrays)``.
+
+    Raises KeyboardInterrupt when the training was interrupted (its checkpoint is kept).
+    """
+    train = data["train"] if train is None else train
+    fraction = settings["train_fraction"]
+    row = {
+        "id": row_id or name,
+        "family": "neural",
+        "model": name,
+        "label": f"{LABELS.get(name, name)} ({settings['size']})",
+        "order": None,
+        "settings": settings,
+        "train_tokens": train.n_tokens,
+        "train_seconds": None,
+        "size": None,
+        "size_unit": "parameters",
+        "note": None,
+        "error": None,
+        "valid": None,
+        "test": None,
+        "is_distribution": True,
+    }
+    kind = kind_of(name)
+    tcfg = TrainConfig.from_dict(settings["train_config"])
+    quiet = log or (lambda msg: None)
+    data_info = {"corpus": data.name, "train_tokens": train.n_tokens}
+    t0 = time.perf_counter()
+    try:
+        if checkpoint.exists():
+            # An interrupted run of exactly these settings: continue it with what is left of the budget.
+            done = _seconds_done(checkpoint)
+            overrides = {}
+            if tcfg.time_budget is not None:
+                overrides["time_budget"] = max(0.05, tcfg.time_budget - done / 60.0)
+            trainer = Trainer.resume(checkpoint, train.ids, data["valid"].ids, vocab=data.vocab, overrides=overrides,
+                                     progress=False, log=quiet, data_info=data_info)
+            row["note"] = f"continued an interrupted run ({done:.0f} s done before)"
+        else:
+            model = build_model(kind, settings["model_config"], seed=tcfg.seed)
+            trainer = Trainer(model, data.vocab, train.ids, data["valid"].ids, tcfg, out=checkpoint, progress=False,
+                              log=quiet, data_info=data_info)
+            done = 0.0
+        result = trainer.fit()
+    except InputError as exc:  # e.g. too few tokens for one batch
+        row["error"] = str(exc)
+        return row, {}
+    if result.stopped == "interrupted":
+        raise KeyboardInterrupt
+    row["train_seconds"] = done + result.seconds
+    row["stopped"] = result.stopped
+    row["epochs"] = round(result.epochs_done, 3)
+    row["steps"] = result.steps
+    row["history"] = result.history
+    best = best_path(checkpoint)
+    model = load_model(best)[0] if best.exists() else trainer.model
+    row["size"] = int(model.n_parameters())
+    arrays = {}
+    for split in ("valid", "test"):
+        lp = token_log_probs(model, data[split].ids) * LOG2_E
+        arrays[split] = lp
+        total = float(lp.sum())
+        n = len(lp)
+        row[split] = {"tokens": n, "zero_probs": 0, "oovs": None, "log2prob": total, "ppl": 2.0 ** (-total / n),
+                      "ppl_nonzero_events": 2.0 ** (-total / n), "bits_per_token": -total / n}
+    row["eval_seconds"] = time.perf_counter() - t0 - result.seconds
+    return row, arrays
+
+
+def _seconds_done(checkpoint: Path) -> float:
+    from neural.checkpoint import load_checkpoint
+
+    hist = (load_checkpoint(checkpoint).get("train") or {}).get("history") or []
+    return float(hist[-1]["seconds"]) if hist else 0.0
+
+
+# ---------------------------------------------------------------------------- attention
+@torch.no_grad()
+def attention_view(checkpoint: Path, ids: np.ndarray, labels: list) -> dict:
+    """Per-layer, per-head attention of a Transformer reading ``</s>`` + ``ids``, as natural-log
+    weights (``None`` where the causal mask hides a position), for the report's heatmap."""
+    path = best_path(checkpoint) if best_path(checkpoint).exists() else checkpoint
+    model = load_model(path)[0]
+    block = model.config.block_size
+    ids = np.asarray(ids[: block - 1], dtype=np.int64)
+    x = torch.as_tensor(np.concatenate([[EOS_ID], ids]))[None, :]
+    weights = model.attention_weights(x)  # list of (1, H, T, T)
+    layers = []
+    for w in weights:
+        w = w[0].double()
+        logw = torch.log(w.clamp_min(1e-30)).numpy()  # a weight that underflowed is shown as e^-69
+        heads = []
+        for h in range(logw.shape[0]):
+            heads.append([[round(float(v), 4) if j <= i else None for j, v in enumerate(row)]
+                          for i, row in enumerate(logw[h])])
+        layers.append(heads)
+    return {"tokens": ["</s>"] + list(labels[: len(ids)]), "n_layers": len(layers),
+            "n_heads": len(layers[0]) if layers else 0, "log_weights": layers,
+            "note": "row i: where the model attends when reading token i (to predict token i+1); "
+                    "the first token is the start symbol </s>"}

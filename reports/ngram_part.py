@@ -1,0 +1,183 @@
+"""The count-based side of a comparison: the V^n wall, the count spectrum and the n-gram rows.
+
+The training split is counted once at the highest order; a model of order k uses the
+first k levels of those counts (the count trie is cumulative: level k only points
+into level k-1), so every order and smoother shares one counting pass.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Optional
+
+import numpy as np
+
+from corpora.errors import InputError
+from corpora.vocab import BOS_ID, EncodedText
+from ngramlm import NgramCounts, NgramLM
+from ngramlm.counts import lookup, padded_stream
+
+LOG2_10 = math.log2(10.0)
+FALLBACK = {"mkn": (0.5, 1.0, 1.5), "kn": (0.5, 1.0, 1.5), "absolute": (0.5, 1.0, 1.5), "katz": True}
+NAMES = {"mle": "MLE", "laplace": "Laplace (add-1)", "addk": "add-k", "wb": "Witten-Bell", "jm": "Jelinek-Mercer",
+         "katz": "Katz", "absolute": "absolute discounting", "kn": "Kneser-Ney", "mkn": "modified Kneser-Ney",
+         "stupid": "stupid backoff"}
+
+
+def truncate_counts(counts: NgramCounts, k: int) -> NgramCounts:
+    """The counts of orders 1..k, sharing arrays with ``counts`` (no copy)."""
+    return counts if k == counts.order else NgramCounts(k, counts.vocab_size, counts.tables[:k])
+
+
+# ---------------------------------------------------------------------------- the V^n wall
+def seen_lengths(counts: NgramCounts, text: EncodedText) -> tuple[np.ndarray, np.ndarray]:
+    """For every predicted token of ``text``: the n-gram length MLE of order ``counts.order`` uses
+    there (``min(order, position + 1)``, shorter at sentence starts) and the longest n-gram ending at
+    it that was seen in the counted text (0: not even the word).
+
+    A token's n-gram was seen iff ``longest >= length``; MLE gives it probability 0 otherwise.
+    """
+    tokens, pos = padded_stream(text)
+    V = counts.vocab_size
+    n = counts.order
+    linked = np.zeros(len(pos), dtype=bool)
+    linked[1:] = pos[1:] == pos[:-1] + 1
+    gid = np.where(counts.tables[0].count[tokens] > 0, tokens, -1)
+    longest = np.where(gid >= 0, 1, 0).astype(np.int64)
+    for k in range(2, n + 1):
+        prev = np.full(len(tokens), -1, dtype=np.int64)
+        prev[1:] = gid[:-1]
+        q = np.where((pos >= k - 1) & (prev >= 0) & linked, prev * V + tokens, -1)
+        gid = lookup(counts.keys(k), q) if len(counts.tables[k - 1]) else np.full(len(tokens), -1, dtype=np.int64)
+        longest[gid >= 0] = k
+    keep = pos > 0  # <s> is never predicted
+    length = np.minimum(pos, n - 1) + 1
+    return length[keep], longest[keep]
+
+
+def vwall(counts: NgramCounts, vocab, train: EncodedText, test: EncodedText) -> list:
+    """One row per order k: V^k, distinct k-grams in train, unseen test n-grams, MLE zeros on test."""
+    V = vocab.n_types
+    rows = []
+    for k in range(1, counts.order + 1):
+        ck = truncate_counts(counts, k)
+        length, longest = seen_lengths(ck, test)
+        unseen = int(np.count_nonzero(longest < length))
+        full = length == k
+        unseen_full = int(np.count_nonzero(full & (longest < k)))
+        lm = NgramLM(order=k, smoothing="mle").fit(train, vocab=vocab, counts=ck)
+        rep = lm.perplexity_report(test)
+        rows.append({
+            "order": k,
+            "possible": V ** k,
+            "possible_log10": k * math.log10(V),
+            "distinct_train": ck.n_distinct(k),
+            "train_ngram_tokens": ck.total(k),
+            "coverage_of_possible": ck.n_distinct(k) / float(V) ** k,
+            "test_tokens": int(len(length)),
+            "test_unseen": unseen,
+            "test_unseen_share": unseen / max(1, len(length)),
+            "test_full_length": int(np.count_nonzero(full)),
+            "test_full_length_unseen": unseen_full,
+            "mle_zero_probs": rep.zero_probs,
+            "mle_ppl": None if rep.zero_probs else rep.ppl,  # None: infinite
+            "mle_ppl_nonzero_events": rep.ppl,
+        })
+    return rows
+
+
+def spectrum(counts: NgramCounts) -> dict:
+    """Count-of-counts per order: ``{k: [[c, n_c], ...]}`` for every count c that occurs (c >= 1)."""
+    out = {}
+    for k in range(1, counts.order + 1):
+        c = counts.tables[k - 1].count
+        if k == 1:
+            c = np.delete(c, BOS_ID)  # <s> is padding, not a word
+        c = c[c > 0]
+        if len(c) == 0:
+            out[str(k)] = []
+            continue
+        values, n = np.unique(c, return_counts=True)
+        out[str(k)] = [[int(a), int(b)] for a, b in zip(values, n)]
+    return out
+
+
+# ---------------------------------------------------------------------------- model rows
+def ngram_settings(smoother: str, order: int, fraction: float = 1.0) -> dict:
+    return {"smoother": smoother, "order": order, "train_fraction": fraction}
+
+
+def split_scores(lm: NgramLM, text: EncodedText) -> tuple[dict, np.ndarray]:
+    s = lm.token_scores(text)
+    rep = lm.perplexity_report(text)
+    log2p = s.log10_prob * LOG2_10
+    finite = np.isfinite(log2p)
+    score = {
+        "tokens": rep.tokens,
+        "zero_probs": rep.zero_probs,
+        "oovs": rep.oovs,
+        "log2prob": float(log2p[finite].sum()),
+        "ppl": None if rep.zero_probs else rep.ppl,  # None: infinite (some event has probability 0)
+        "ppl_nonzero_events": rep.ppl,
+        "bits_per_token": None if rep.zero_probs else math.log2(rep.ppl),
+    }
+    return score, log2p
+
+
+def fit_ngram(smoother: str, order: int, counts: NgramCounts, train: EncodedText, vocab,
+              heldout: EncodedText) -> tuple[Optional[NgramLM], Optional[str], Optional[str]]:
+    """``(model, note, error)``: a model, or why it could not be estimated on this text."""
+    if counts.n_distinct(order) == 0:
+        return None, None, (f"the training text has no {order}-grams: every sentence is shorter than "
+                            f"{order - 1} words plus its end, too small for this order")
+    ck = truncate_counts(counts, order)
+    kw = {"k": 0.01} if smoother == "addk" else {}
+    try:
+        return NgramLM(order=order, smoothing=smoother, **kw).fit(train, vocab=vocab, counts=ck, heldout=heldout), None, None
+    except InputError as exc:
+        if smoother not in FALLBACK:
+            return None, None, str(exc)
+        first = exc.message
+    try:
+        lm = NgramLM(order=order, smoothing=smoother, discount_fallback=FALLBACK[smoother], **kw)
+        lm.fit(train, vocab=vocab, counts=ck, heldout=heldout)
+    except InputError as exc:
+        return None, None, str(exc)
+    fb = FALLBACK[smoother]
+    return lm, f"fallback discounts {fb if fb is not True else '(Katz: no discount)'} used: {first}", None
+
+
+def ngram_row(smoother: str, order: int, counts: NgramCounts, data, fraction: float = 1.0,
+              train: Optional[EncodedText] = None) -> tuple[dict, dict]:
+    """Train and score one n-gram model: ``(row, per-token log2 arrays)``."""
+    train = data["train"] if train is None else train
+    t0 = time.perf_counter()
+    lm, note, error = fit_ngram(smoother, order, counts, train, data.vocab, data["valid"])
+    seconds = time.perf_counter() - t0
+    row = {
+        "id": f"{smoother}-{order}" + ("" if fraction >= 1 else f"@{fraction:g}"),
+        "family": "ngram",
+        "model": smoother,
+        "label": f"{NAMES.get(smoother, smoother)} {order}-gram",
+        "order": order,
+        "settings": ngram_settings(smoother, order, fraction),
+        "train_tokens": train.n_tokens,
+        "train_seconds": seconds,
+        "size": None,
+        "size_unit": "n-gram entries",
+        "note": note,
+        "error": error,
+        "valid": None,
+        "test": None,
+        "is_distribution": None,
+    }
+    if lm is None:
+        return row, {}
+    row["size"] = int(sum(lm.n_ngrams_))
+    row["is_distribution"] = bool(lm.is_distribution_)
+    arrays = {}
+    for split in ("valid", "test"):
+        row[split], arrays[split] = split_scores(lm, data[split])
+    if not row["is_distribution"] or row["valid"]["zero_probs"] or row["test"]["zero_probs"]:
+        arrays = {}  # only proper, zero-free models are interpolated and shown per token
+    return row, arrays

@@ -1,0 +1,190 @@
+"""The report's figures, drawn with matplotlib (Agg backend) from ``results.json`` alone.
+
+Each function takes the results dict and returns PNG bytes, or None when the run
+holds no data for that figure.  :func:`all_plots` returns ``{name: png}``.
+"""
+from __future__ import annotations
+
+import io
+import math
+from typing import Optional
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.transforms import blended_transform_factory  # noqa: E402
+
+SIZE = (6.4, 3.6)
+DPI = 100
+FLOOR_STYLE = dict(color="black", linestyle="--", linewidth=1)
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=DPI)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _floor(results: dict) -> Optional[float]:
+    truth = (results.get("corpus") or {}).get("truth") or {}
+    t = truth.get("test")
+    return t["perplexity"] if t else None
+
+
+def vwall(results: dict) -> Optional[bytes]:
+    rows = results.get("vwall")
+    if not rows:
+        return None
+    n = [r["order"] for r in rows]
+    fig, ax = plt.subplots(figsize=SIZE)
+    ax.semilogy(n, [10 ** r["possible_log10"] for r in rows], "o-", label="possible n-grams $V^n$")
+    ax.semilogy(n, [max(1, r["distinct_train"]) for r in rows], "s-", label="distinct n-grams seen in train")
+    ax.semilogy(n, [max(1, r["train_ngram_tokens"]) for r in rows], ":", color="grey", label="n-gram tokens in train")
+    ax.semilogy(n, [max(1, r["mle_zero_probs"]) for r in rows], "^-", color="tab:red",
+                label="test tokens with MLE probability 0")
+    ax.set_xlabel("order n")
+    ax.set_ylabel("count (log scale)")
+    ax.set_xticks(n)
+    ax.set_title(f"The $V^n$ wall (V = {results['corpus']['n_types']:,})")
+    ax.legend(fontsize=8)
+    ax2 = ax.twinx()
+    ax2.plot(n, [100 * r["test_unseen_share"] for r in rows], "d--", color="tab:purple", alpha=0.6)
+    ax2.set_ylabel("% test n-grams unseen in train", color="tab:purple")
+    ax2.set_ylim(0, 100)
+    return _png(fig)
+
+
+def perplexity_by_order(results: dict) -> Optional[bytes]:
+    rows = [r for r in results.get("ngram", []) if r.get("valid")]
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(9.0, 4.0))
+    by = {}
+    for r in rows:
+        by.setdefault(r["model"], []).append(r)
+    for model, rs in by.items():
+        rs = sorted(rs, key=lambda r: r["order"])
+        xs = [r["order"] for r in rs if r["test"]["ppl"] is not None]
+        ys = [r["test"]["ppl"] for r in rs if r["test"]["ppl"] is not None]
+        if xs:
+            ax.semilogy(xs, ys, "o-", label=rs[0]["label"].rsplit(" ", 1)[0])
+        inf = [r["order"] for r in rs if r["test"]["ppl"] is None]
+        if inf:
+            # Infinite perplexity: a cross at the top edge of the axes.
+            top = blended_transform_factory(ax.transData, ax.transAxes)
+            ax.plot(inf, [0.97] * len(inf), "x", color="tab:red", markersize=9, transform=top, clip_on=False,
+                    label=f"{model}: infinite (test events with probability 0)")
+    greys = ("0.35", "0.55", "0.7", "0.45", "0.6")
+    for i, r in enumerate(results.get("neural", [])):
+        if r.get("test"):
+            ax.axhline(r["test"]["ppl"], linestyle="-.", linewidth=1.2, color=greys[i % len(greys)],
+                       label=r["label"])
+    floor = _floor(results)
+    if floor:
+        ax.axhline(floor, label=f"true perplexity (floor) {floor:.1f}", **FLOOR_STYLE)
+    ax.set_xlabel("order n")
+    ax.set_ylabel("test perplexity (log scale)")
+    ax.set_xticks(sorted({r["order"] for r in rows}))
+    ax.set_title("Perplexity against order, per smoother")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    return _png(fig)
+
+
+def count_spectrum(results: dict) -> Optional[bytes]:
+    spec = results.get("spectrum")
+    if not spec:
+        return None
+    fig, ax = plt.subplots(figsize=SIZE)
+    for k, pairs in sorted(spec.items(), key=lambda kv: int(kv[0])):
+        if pairs:
+            ax.loglog([c for c, _ in pairs], [n for _, n in pairs], ".", markersize=3, label=f"{k}-grams")
+    ax.set_xlabel("count c")
+    ax.set_ylabel("$n_c$: distinct n-grams seen c times")
+    ax.set_title("Count of counts (the Zipf tail): most n-grams are seen once")
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def learning_curves(results: dict) -> Optional[bytes]:
+    lc = results.get("learning_curves") or {}
+    series = lc.get("series") or []
+    if not series:
+        return None
+    fig, ax = plt.subplots(figsize=SIZE)
+    for s in series:
+        pts = [p for p in s["points"] if p.get("test") and p["test"]["ppl"] is not None]
+        if pts:
+            ax.loglog([p["train_tokens"] for p in pts], [p["test"]["ppl"] for p in pts],
+                      "o-" if s["family"] == "ngram" else "s-", label=s["label"])
+    floor = _floor(results)
+    if floor:
+        ax.axhline(floor, label=f"true perplexity (floor) {floor:.1f}", **FLOOR_STYLE)
+    ax.set_xlabel("training tokens (log scale)")
+    ax.set_ylabel("test perplexity (log scale)")
+    ax.set_title("Learning curves")
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def interpolation(results: dict) -> Optional[bytes]:
+    rows = results.get("interpolation") or []
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=SIZE)
+    for r in rows:
+        xs, ys = zip(*r["curve"])
+        line, = ax.plot(xs, ys, "-", label=f"{r['components'][0]} + {r['components'][1]}")
+        ax.plot([r["lambda"]], [r["valid"]["ppl"]], "o", color=line.get_color())
+    ax.set_xlabel("weight of the n-gram model $\\lambda$")
+    ax.set_ylabel("validation perplexity")
+    ax.set_title("$p = \\lambda\\, p_{ngram} + (1-\\lambda)\\, p_{neural}$, tuned on validation")
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def attention_static(results: dict) -> Optional[bytes]:
+    """Mean attention over the last layer's heads (the HTML report has the interactive view)."""
+    att = results.get("attention")
+    if not att or not att.get("log_weights"):
+        return None
+    heads = att["log_weights"][-1]
+    T = len(att["tokens"])
+    mean = [[0.0] * T for _ in range(T)]
+    for h in heads:
+        for i in range(T):
+            for j in range(T):
+                v = h[i][j]
+                if v is not None:
+                    mean[i][j] += math.exp(v) / len(heads)
+    fig, ax = plt.subplots(figsize=(6.4, 6.0))
+    ax.imshow(mean, cmap="viridis")
+    ax.set_xticks(range(T))
+    ax.set_yticks(range(T))
+    ax.set_xticklabels(att["tokens"], rotation=90, fontsize=6)
+    ax.set_yticklabels(att["tokens"], fontsize=6)
+    ax.set_xlabel("attended token")
+    ax.set_ylabel("reading token")
+    ax.set_title(f"{att['label']}: last layer, mean over heads")
+    return _png(fig)
+
+
+PLOTS = {
+    "vwall": vwall,
+    "perplexity_by_order": perplexity_by_order,
+    "count_spectrum": count_spectrum,
+    "learning_curves": learning_curves,
+    "interpolation": interpolation,
+    "attention": attention_static,
+}
+
+
+def all_plots(results: dict) -> dict:
+    out = {}
+    for name, fn in PLOTS.items():
+        png = fn(results)
+        if png is not None:
+            out[name] = png
+    return out

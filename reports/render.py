@@ -1,0 +1,256 @@
+"""``report.md`` and ``report.html`` from ``results.json`` (nothing else is read).
+
+The HTML report is one self-contained file: figures are embedded as base64 PNG, the
+attention data as inline JSON, the script and styles inline; it needs no network.
+The Markdown report links the same figures, written to ``DIR/plots/*.png``.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import math
+from pathlib import Path
+from typing import Optional
+
+import jinja2
+import markupsafe
+
+from corpora.textio import atomic_write_bytes, atomic_write_text
+
+from . import plots
+from .templates import HTML_TEMPLATE, MD_TEMPLATE
+
+PLOT_TITLES = {
+    "vwall": "The V^n wall",
+    "perplexity_by_order": "Perplexity against order",
+    "count_spectrum": "Count of counts",
+    "learning_curves": "Learning curves",
+    "interpolation": "Interpolation weight",
+    "attention": "Transformer attention (static)",
+}
+
+
+# ---------------------------------------------------------------------------- formatting
+def fmt_ppl(score: Optional[dict]) -> str:
+    if not score:
+        return "–"
+    if score.get("ppl") is None:
+        return "∞"
+    return f"{score['ppl']:.2f}"
+
+
+def fmt_num(x, digits: int = 3) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, int):
+        return f"{x:,}"
+    return f"{x:.{digits}f}"
+
+
+def fmt_size(n: Optional[int]) -> str:
+    if n is None:
+        return "–"
+    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= div:
+            return f"{n / div:.2f}{unit}"
+    return str(n)
+
+
+def fmt_seconds(s: Optional[float]) -> str:
+    if s is None:
+        return "–"
+    return f"{s:.1f} s" if s < 120 else f"{s / 60:.1f} min"
+
+
+def fmt_share(x: float) -> str:
+    """A share as a percentage: 41.2%, 0.37%, 2.1e-05%."""
+    pct = 100.0 * x
+    if pct == 0:
+        return "0%"
+    if pct >= 1:
+        return f"{pct:.1f}%"
+    if pct >= 0.01:
+        return f"{pct:.2f}%"
+    return f"{pct:.1e}%"
+
+
+def fmt_power(log10: float) -> str:
+    e = math.floor(log10)
+    return f"{10 ** (log10 - e):.2f}e{e}"
+
+
+def _row(r: dict) -> dict:
+    t = r.get("test") or {}
+    norm = r.get("test_normalised") or {}
+    floor = r.get("above_floor")
+    if t and t.get("ppl") is None and t.get("zero_probs"):
+        test = f"∞ ({t['zero_probs']:,} zero-prob. tokens)"
+    else:
+        test = fmt_ppl(t)
+    return {
+        "id": r["id"], "label": r["label"], "family": r["family"],
+        "valid": fmt_ppl(r.get("valid")), "test": test,
+        "bpt": fmt_num(norm.get("bits_per_token")), "bpc": fmt_num(norm.get("bits_per_char")),
+        "bpw": fmt_num(norm.get("bits_per_word")),
+        "floor": "–" if not floor else f"+{floor['extra_bits_per_token']:.3f} bits (×{floor['ppl_ratio']:.2f})",
+        "size": fmt_size(r.get("size")), "size_unit": r.get("size_unit", ""),
+        "train": fmt_seconds(r.get("train_seconds")), "cached": {True: "cached", False: "trained"}.get(r.get("cached"), ""),
+        "note": "; ".join(x for x in (r.get("error") and f"not estimated: {r['error']}", r.get("note")) if x),
+    }
+
+
+def _best_per_smoother(rows: list) -> list:
+    best = {}
+    for r in rows:
+        v = r.get("valid")
+        key = r["model"]
+        if v and v.get("ppl") is not None:
+            if key not in best or best[key]["valid"]["ppl"] > v["ppl"]:
+                best[key] = r
+        elif key not in best:
+            best.setdefault(key, None)
+    out = []
+    for key, r in best.items():
+        if r is None:  # no order gave a finite perplexity (MLE): show the highest order anyway
+            r = max((x for x in rows if x["model"] == key), key=lambda x: x["order"])
+        out.append(r)
+    return out
+
+
+def build_context(results: dict) -> dict:
+    s = results["settings"]
+    corpus = results["corpus"]
+    truth = (corpus.get("truth") or {}).get("test")
+    ngram = results.get("ngram", [])
+    neural = results.get("neural", [])
+    interp = results.get("interpolation", [])
+    summary = [_row(r) for r in _best_per_smoother(ngram)] + [_row(r) for r in neural] + [_row(r) for r in interp]
+    orders = sorted({r["order"] for r in ngram})
+    grid = []
+    for model in dict.fromkeys(r["model"] for r in ngram):
+        cells = {r["order"]: r for r in ngram if r["model"] == model}
+        grid.append({"model": model, "label": next(iter(cells.values()))["label"].rsplit(" ", 1)[0],
+                     "cells": [_grid_cell(cells.get(o)) for o in orders]})
+    problems = [{"id": r["id"], "error": r["error"]} for r in ngram + neural if r.get("error")]
+    vwall = [{
+        "order": r["order"], "possible": fmt_power(r["possible_log10"]), "distinct": f"{r['distinct_train']:,}",
+        "coverage": fmt_share(r["coverage_of_possible"]),
+        "unseen": f"{100 * r['test_unseen_share']:.1f}%", "unseen_n": f"{r['test_unseen']:,}",
+        "tokens": f"{r['test_tokens']:,}", "zeros": f"{r['mle_zero_probs']:,}",
+        "mle_ppl": "∞" if r["mle_ppl"] is None else f"{r['mle_ppl']:.2f}",
+        "mle_nonzero": "–" if r["mle_ppl_nonzero_events"] is None else f"{r['mle_ppl_nonzero_events']:.2f}",
+    } for r in results.get("vwall", [])]
+    lc = results.get("learning_curves") or {}
+    curves = []
+    for series in lc.get("series", []):
+        curves.append({"label": series["label"], "cells": [
+            ("–" if not p.get("test") else fmt_ppl(p["test"])) + ("" if not p.get("error") else " (n/a)")
+            for p in series["points"]]})
+    curve_tokens = []
+    if lc.get("series"):
+        curve_tokens = [f"{p['train_tokens']:,}" for p in lc["series"][0]["points"]]
+    interp_rows = [{
+        "label": r["label"], "lam": f"{r['lambda']:.3f}", "ng": r["components"][0], "nn": r["components"][1],
+        "valid": fmt_ppl(r["valid"]), "test": fmt_ppl(r["test"]),
+        "ng_valid": _component(results, r["components"][0], "valid"),
+        "nn_valid": _component(results, r["components"][1], "valid"),
+        "ng_test": _component(results, r["components"][0], "test"),
+        "nn_test": _component(results, r["components"][1], "test"),
+    } for r in interp]
+    timing = results.get("timing") or {}
+    return {
+        "problems": problems, "r": results, "s": s, "corpus": corpus, "truth": truth, "summary": summary, "orders": orders, "grid": grid,
+        "vwall": vwall, "curves": curves, "curve_fractions": [f"{100 * f:g}%" for f in lc.get("fractions", [])],
+        "curve_tokens": curve_tokens, "interp": interp_rows, "passage": _passage(results.get("passage")),
+        "attention": results.get("attention"),
+        "timing": {"total": fmt_seconds(timing.get("total_seconds")), "trained": timing.get("trained", 0),
+                   "cached": timing.get("cached", 0)},
+        "tokenizer": (corpus.get("tokenizer") or {}).get("kind", "whitespace"),
+        "neural_none": not s.get("neural"),
+        "status": results.get("status"),
+        "sizes": corpus["sizes"],
+    }
+
+
+def _component(results: dict, rid: str, split: str) -> str:
+    for family in ("ngram", "neural"):
+        for r in results.get(family, []):
+            if r["id"] == rid:
+                return fmt_ppl(r.get(split))
+    return "–"
+
+
+def _grid_cell(r: Optional[dict]) -> dict:
+    if r is None:
+        return {"text": "–", "title": ""}
+    if r.get("error"):
+        return {"text": "n/a", "title": r["error"]}
+    t = r["test"]
+    if t["ppl"] is None:
+        return {"text": "∞", "title": f"{t['zero_probs']:,} test tokens get probability 0; "
+                                      f"over the others: {t['ppl_nonzero_events']:.2f}"}
+    return {"text": f"{t['ppl']:.2f}", "title": f"valid {fmt_ppl(r['valid'])}; {r['size']:,} n-gram entries"}
+
+
+def surprisal_colour(bits: Optional[float]) -> str:
+    """White (0 bits) to dark red (16 bits or more); grey where the surprisal is unknown."""
+    if bits is None:
+        return "#bbbbbb"
+    x = min(max(bits, 0.0), 16.0) / 16.0
+    return f"hsl(0, 85%, {round(100 - 62 * x)}%)"
+
+
+def _passage(p: Optional[dict]) -> Optional[dict]:
+    if not p:
+        return None
+    rows = p["rows"]
+    tokens = []
+    for i, tok in enumerate(p["tokens"]):
+        cells = []
+        for r in rows:
+            b = r["bits"][i] if i < len(r["bits"]) else None
+            cells.append({"bits": "–" if b is None else f"{b:.1f}", "colour": surprisal_colour(b),
+                          "title": f"{r['label']}: " + ("?" if b is None else f"{b:.2f} bits, p = {2 ** -b:.3g}")})
+        tokens.append({"text": tok, "cells": cells})
+    short = {"ngram": "n-gram", "neural": "neural", "interpolated": "mixed", "truth": "truth"}
+    totals = [{"label": r["label"], "id": r["id"], "short": short.get(r["family"], r["family"]),
+               "total": sum(b for b in r["bits"] if b is not None),
+               "mean": sum(b for b in r["bits"] if b is not None) / max(1, len(r["bits"]))} for r in rows]
+    return {"tokens": tokens, "rows": rows, "totals": totals, "rule": p["rule"], "sentences": p["sentences"]}
+
+
+# ---------------------------------------------------------------------------- writing
+def _readable(*paths: Path) -> None:
+    """Atomic writes create private (0600) files; reports are meant to be shared: apply the umask."""
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    for p in paths:
+        os.chmod(p, 0o666 & ~mask)
+
+
+def _env(autoescape: bool) -> jinja2.Environment:
+    env = jinja2.Environment(autoescape=autoescape, trim_blocks=True, lstrip_blocks=True,
+                             undefined=jinja2.StrictUndefined)
+    # JSON inside <script>: escape <, > and & so no "</script>" or "<!--" can end or change the block.
+    env.filters["tojson_safe"] = lambda obj: markupsafe.Markup(
+        json.dumps(obj).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+    return env
+
+
+def render(out: Path, results: dict) -> dict:
+    """Write ``plots/*.png``, ``report.md`` and ``report.html`` into ``out``; returns their paths."""
+    out = Path(out)
+    figures = plots.all_plots(results)
+    for name, png in figures.items():
+        atomic_write_bytes(out / "plots" / f"{name}.png", png)
+    ctx = build_context(results)
+    ctx["plots"] = {name: {"title": PLOT_TITLES[name], "file": f"plots/{name}.png",
+                           "b64": base64.b64encode(png).decode("ascii")} for name, png in figures.items()}
+    md = _env(False).from_string(MD_TEMPLATE).render(**ctx)
+    html = _env(True).from_string(HTML_TEMPLATE).render(**ctx)
+    atomic_write_text(out / "report.md", md)
+    atomic_write_text(out / "report.html", html)
+    _readable(out / "report.md", out / "report.html", *(out / "plots" / f"{n}.png" for n in figures))
+    return {"md": out / "report.md", "html": out / "report.html", "plots": sorted(figures)}

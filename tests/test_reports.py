@@ -1,0 +1,394 @@
+"""`ngramlm compare` / `ngramlm report`: real values from a quick run on the toy corpus.
+
+One quick run (toy corpus with 20k training tokens, orders 1-3, tiny neural models,
+one epoch) is shared by the module; the tests check its numbers against the n-gram
+code computed independently, then re-run it to check the cache, the refusals and the
+re-rendering.  The browser test opens report.html in headless Chromium when it is
+installed (skipped otherwise) and keeps a screenshot in test-artifacts/.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from corpora.vocab import UNK_ID
+from ngramlm import NgramCounts, NgramLM
+from reports.analysis import choose_passage, mixture_bits, normalise, tune_lambda
+from reports.data import load_data
+from reports.settings import CompareSettings, quick_settings
+
+REPO = Path(__file__).resolve().parent.parent
+ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+
+
+def cli(*args):
+    """Run ``ngramlm ARGS`` in-process: ``(exit code, stdout, stderr)``."""
+    from click.testing import CliRunner
+
+    import cli as cli_module
+
+    runner = CliRunner()
+    with runner.isolation() as (out, err, _):
+        try:
+            cli_module.main([str(a) for a in args])
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return code, out.getvalue().decode("utf-8"), err.getvalue().decode("utf-8", "replace")
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("compare") / "quick"
+    code, stdout, stderr = cli("compare", "--quick", "--out", out)
+    assert code == 0, stderr
+    results = json.loads((out / "results.json").read_text())
+    return out, results, stdout, stderr
+
+
+@pytest.fixture(scope="module")
+def data():
+    return load_data(quick_settings())
+
+
+def rows(results, family):
+    return {r["id"]: r for r in results[family]}
+
+
+# ---------------------------------------------------------------------------- results.json
+def test_results_fields(quick_run):
+    out, res, stdout, _ = quick_run
+    s = quick_settings()
+    assert res["format"] == "ngramlm.compare" and res["status"] == "complete"
+    assert res["settings"]["max_order"] == 3 and res["settings"]["neural_epochs"] == 1
+    ng = rows(res, "ngram")
+    assert set(ng) == {f"{sm}-{n}" for sm in s.smoothers for n in (1, 2, 3)}
+    nn = rows(res, "neural")
+    assert set(nn) == {"lstm", "transformer"}
+    for r in list(ng.values()) + list(nn.values()):
+        assert r["train_seconds"] >= 0 and r["size"] > 0 and r["cached"] is False
+        assert r["valid"]["tokens"] == res["corpus"]["sizes"]["valid"]["tokens"]
+        assert r["test"]["tokens"] == res["corpus"]["sizes"]["test"]["tokens"]
+        assert r["settings"] and r["key"]
+    assert nn["lstm"]["size_unit"] == "parameters" and ng["mkn-3"]["size_unit"] == "n-gram entries"
+    # Every model predicts the same tokens: the n-gram and neural token counts agree.
+    assert nn["lstm"]["test"]["tokens"] == ng["mkn-3"]["test"]["tokens"]
+    # Toy: the floor is the true perplexity, and every proper model is above it.
+    truth = res["corpus"]["truth"]["test"]
+    assert 20 < truth["perplexity"] < 200
+    for r in list(ng.values()) + list(nn.values()):
+        if r["test"]["ppl"] is not None:
+            assert r["above_floor"]["floor_ppl"] == truth["perplexity"]
+            assert r["above_floor"]["extra_bits_per_token"] > 0
+    for name in ("results.json", "report.md", "report.html", "run.json"):
+        assert (out / name).exists()
+    assert "true language (floor)" in stdout and "mkn-3" in stdout
+
+
+def test_ngram_rows_match_a_direct_fit(quick_run, data):
+    _, res, _, _ = quick_run
+    ng = rows(res, "ngram")
+    for sm, n in (("mkn", 3), ("wb", 2), ("kn", 1)):
+        lm = NgramLM(order=n, smoothing=sm).fit(data["train"], vocab=data.vocab, heldout=data["valid"])
+        for split in ("valid", "test"):
+            assert ng[f"{sm}-{n}"][split]["ppl"] == pytest.approx(lm.perplexity_report(data[split]).ppl, rel=1e-9)
+        assert ng[f"{sm}-{n}"]["size"] == sum(lm.n_ngrams_)
+
+
+def test_vwall_numbers(quick_run, data):
+    _, res, _, _ = quick_run
+    V = data.vocab.n_types
+    train, test = data["train"], data["test"]
+    for w in res["vwall"]:
+        k = w["order"]
+        counts = NgramCounts.from_encoded(train, order=k, vocab_size=len(data.vocab))
+        assert w["possible"] == V ** k
+        assert w["distinct_train"] == counts.n_distinct(k)
+        mle = NgramLM(order=k, smoothing="mle").fit(train, vocab=data.vocab).perplexity_report(test)
+        assert w["mle_zero_probs"] == mle.zero_probs > 0
+        assert w["mle_ppl"] is None  # infinite, stated as such
+        # Unseen test n-grams, counted by brute force with Python tuples: the same events MLE zeroes.
+        seen = set()
+        for j in range(1, k + 1):
+            seen |= set(counts.to_dict_of_tuples(j))
+        unseen = 0
+        for a, b in zip(test.starts[:-1], test.starts[1:]):
+            sent = [1] + [int(x) for x in test.ids[a:b]]  # <s> = 1
+            for t in range(1, len(sent)):
+                gram = tuple(sent[max(0, t - k + 1): t + 1])
+                unseen += gram not in seen
+        assert w["test_unseen"] == unseen == w["mle_zero_probs"]
+        assert w["test_unseen_share"] == pytest.approx(unseen / test.n_tokens)
+    # The MLE rows of the model table agree with the wall.
+    ng = rows(res, "ngram")
+    for w in res["vwall"]:
+        assert ng[f"mle-{w['order']}"]["test"]["zero_probs"] == w["mle_zero_probs"]
+        assert ng[f"mle-{w['order']}"]["test"]["ppl"] is None
+    # Unigram zeros are exactly the test tokens mapped to <unk> (never seen in train).
+    assert res["vwall"][0]["mle_zero_probs"] == int(np.count_nonzero(test.ids == UNK_ID))
+
+
+def test_count_spectrum(quick_run, data):
+    _, res, _, _ = quick_run
+    counts = NgramCounts.from_encoded(data["train"], order=3, vocab_size=len(data.vocab))
+    for k in (2, 3):
+        spec = dict(map(tuple, res["spectrum"][str(k)]))
+        assert spec[1] == int(counts.count_of_counts(k)[1])
+        assert sum(c * n for c, n in spec.items()) == counts.total(k)
+
+
+def test_interpolation(quick_run):
+    _, res, _, _ = quick_run
+    interp = res["interpolation"]
+    assert len(interp) == 2
+    comp = {**rows(res, "ngram"), **rows(res, "neural")}
+    for r in interp:
+        ng, nn = (comp[c] for c in r["components"])
+        assert 0.0 <= r["lambda"] <= 1.0
+        assert r["valid"]["ppl"] <= ng["valid"]["ppl"] + 1e-9
+        assert r["valid"]["ppl"] <= nn["valid"]["ppl"] + 1e-9
+        assert math.isfinite(r["test"]["ppl"])
+        # The tuning curve runs from the neural model alone (lambda 0) to the n-gram model alone (lambda 1).
+        assert r["curve"][0][1] == pytest.approx(nn["valid"]["ppl"], rel=1e-6)
+        assert r["curve"][-1][1] == pytest.approx(ng["valid"]["ppl"], rel=1e-6)
+        assert min(p for _, p in r["curve"]) >= r["valid"]["ppl"] - 1e-6
+
+
+def test_tune_lambda_on_known_mixture():
+    rng = np.random.default_rng(0)
+    a = np.log2(rng.uniform(0.01, 0.5, 5000))
+    b = np.log2(rng.uniform(0.01, 0.5, 5000))
+    lam = tune_lambda(a, b)
+    grid = min(np.linspace(0, 1, 1001), key=lambda x: mixture_bits(x, a, b))
+    assert abs(lam - grid) < 2e-3
+    assert tune_lambda(a, a - 5.0) == pytest.approx(1.0, abs=1e-3)  # b is 32 times worse everywhere
+
+
+def test_learning_curves(quick_run):
+    _, res, _, _ = quick_run
+    lc = res["learning_curves"]
+    assert lc["fractions"] == [0.1, 0.3, 1.0]
+    ids = [s["id"] for s in lc["series"]]
+    assert ids == ["mkn-3", "lstm"] or ids == ["mkn-3", "transformer"]
+    for s in lc["series"]:
+        tokens = [p["train_tokens"] for p in s["points"]]
+        assert tokens == sorted(tokens) and tokens[-1] == res["corpus"]["sizes"]["train"]["tokens"]
+    kn = lc["series"][0]["points"]
+    assert kn[0]["test"]["ppl"] > kn[-1]["test"]["ppl"]  # more data helps
+    assert kn[-1]["test"]["ppl"] == rows(res, "ngram")["mkn-3"]["test"]["ppl"]
+
+
+def test_normalisation_formula(quick_run):
+    r = normalise(-1000.0, {"tokens": 500, "chars": 2000, "words": 400})
+    assert (r["bits_per_token"], r["bits_per_char"], r["bits_per_word"]) == (2.0, 0.5, 2.5)
+    assert r["word_ppl"] == pytest.approx(2 ** 2.5)
+    assert normalise(None, {"tokens": 1, "chars": 1, "words": 1})["bits_per_char"] is None
+    _, res, _, _ = quick_run
+    sizes = res["corpus"]["sizes"]["test"]
+    assert sizes["words"] == sizes["tokens"] - res["corpus"]["sizes"]["test"]["sentences"]  # toy: words + </s>
+    for r in res["ngram"] + res["neural"] + res["interpolation"]:
+        n = r.get("test_normalised")
+        if r["test"]["ppl"] is None:
+            assert n["bits_per_char"] is None
+            continue
+        total_bits = -r["test"]["log2prob"]
+        assert n["bits_per_token"] * sizes["tokens"] == pytest.approx(total_bits)
+        assert n["bits_per_char"] * sizes["chars"] == pytest.approx(total_bits)
+        assert n["bits_per_word"] * sizes["words"] == pytest.approx(total_bits)
+        assert 2 ** n["bits_per_token"] == pytest.approx(r["test"]["ppl"])
+
+
+def test_passage_and_attention(quick_run):
+    _, res, _, _ = quick_run
+    p = res["passage"]
+    T = len(p["tokens"])
+    assert 4 <= T <= 24
+    families = [r["family"] for r in p["rows"]]
+    assert families[:2] == ["ngram", "neural"] and "truth" in families
+    for r in p["rows"]:
+        assert len(r["bits"]) == T and all(b is None or b >= 0 for b in r["bits"])
+    att = res["attention"]
+    assert att["tokens"][0] == "</s>" and att["tokens"][1:] == p["tokens"][: len(att["tokens"]) - 1]
+    L, H, n = att["n_layers"], att["n_heads"], len(att["tokens"])
+    assert (L, H) == (1, 2)
+    for layer in att["log_weights"]:
+        for head in layer:
+            for i, row in enumerate(head):
+                assert all(v is None for v in row[i + 1:])
+                assert sum(math.exp(v) for v in row[: i + 1]) == pytest.approx(1.0, abs=2e-3)
+    assert len(att["log_weights"][0][0]) == n
+
+
+def test_choose_passage_prefers_the_largest_gain():
+    starts = np.array([0, 5, 12, 20, 24])
+    gain = np.zeros(24)
+    gain[13] = 5.0  # inside sentence 2
+    p = choose_passage(starts, 10, gain)
+    assert p["start"] <= 13 < p["end"] and p["end"] - p["start"] <= 10
+    first = choose_passage(starts, 10)
+    assert (first["start"], first["end"]) == (0, 5)
+
+
+# ---------------------------------------------------------------------------- cache, refusals, resume
+def test_second_run_trains_nothing(quick_run):
+    out, res, _, _ = quick_run
+    code, _, err = cli("compare", "--quick", "--out", out, "--force")
+    assert code == 0, err
+    again = json.loads((out / "results.json").read_text())
+    assert again["timing"]["trained"] == 0
+    assert again["timing"]["cached"] == res["timing"]["trained"] + res["timing"]["cached"]
+    for family in ("ngram", "neural"):
+        for r in again[family]:
+            assert r["cached"] is True
+            assert r["test"] == rows(res, family)[r["id"]]["test"]
+    assert again["timing"]["total_seconds"] < res["timing"]["total_seconds"]
+    assert "(cached)" in err
+
+
+def test_existing_folder_is_refused(quick_run):
+    out, _, _, _ = quick_run
+    code, _, err = cli("compare", "--quick", "--out", out)
+    assert code == 2
+    assert "exists" in err and "--resume" in err and "--force" in err
+    code, _, err = cli("compare", "--quick", "--out", out, "--force", "--resume")
+    assert code == 2
+
+
+def test_resume_continues_and_keeps_settings(quick_run, tmp_path):
+    src, _, _, _ = quick_run
+    out = tmp_path / "run"
+    shutil.copytree(src, out)
+    res = json.loads((out / "results.json").read_text())
+    lstm = rows(res, "neural")["lstm"]
+    (out / "cache" / f"{lstm['key']}.json").unlink()  # as if the run died after the LSTM's checkpoint
+    code, _, err = cli("compare", "--out", out, "--resume")
+    assert code == 0, err
+    again = json.loads((out / "results.json").read_text())
+    assert again["settings"] == res["settings"]
+    assert again["timing"]["trained"] == 1
+    row = rows(again, "neural")["lstm"]
+    assert row["cached"] is False and "continued" in row["note"]
+    assert row["test"]["ppl"] == pytest.approx(lstm["test"]["ppl"], rel=1e-9)
+    code, _, err = cli("compare", "--out", out, "--resume", "--max-order", "4")
+    assert code == 2 and "max_order" in err and "--force" in err
+    code, _, err = cli("compare", "--out", tmp_path / "nothing-here", "--resume")
+    assert code == 2 and "nothing to resume" in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["no-such-corpus"], "unknown corpus"),
+    (["--smoothers", "mkn,foo"], "unknown smoother"),
+    (["--neural", "lstm,cnn"], "unknown neural model"),
+    (["--neural-minutes", "0"], "more than 0 minutes"),
+    (["--neural-epochs", "0"], "positive integer"),
+    (["--neural-minutes", "1", "--neural-epochs", "2"], "both given"),
+    (["--max-order", "0"], "--max-order"),
+    (["--curve", "0.5,2"], "not in (0, 1]"),
+])
+def test_bad_input_is_refused_before_anything_is_written(tmp_path, args, message):
+    out = tmp_path / "out"
+    code, _, err = cli("compare", *args, "--out", out)
+    assert code == 2, err
+    assert message in err
+    assert not out.exists()
+
+
+def test_corpus_too_small_for_an_order_is_reported_per_row(tmp_path):
+    text = tmp_path / "tiny.txt"
+    words = ["alpha", "beta", "gamma", "delta", "epsilon"]
+    # One word per sentence: "<s> w </s>" holds trigrams at most.
+    text.write_text("\n".join(words[(i * i) % 5] for i in range(300)) + "\n")
+    out = tmp_path / "out"
+    code, _, err = cli("compare", text, "--out", out, "--max-order", "4", "--smoothers", "mle,wb,mkn",
+                       "--neural", "none", "--curve", "0.5,1")
+    assert code == 0, err
+    res = json.loads((out / "results.json").read_text())
+    ng = rows(res, "ngram")
+    assert "no 4-grams" in ng["mkn-4"]["error"] and ng["mkn-4"]["test"] is None
+    assert ng["wb-3"]["error"] is None and ng["wb-3"]["test"]["ppl"] > 0
+    assert res["neural"] == [] and res["interpolation"] == [] and "attention" not in res
+    md = (out / "report.md").read_text()
+    assert "Not estimated:" in md and "- `mkn-4`: the training text has no 4-grams" in md
+
+
+def test_report_rerenders_from_results_json(quick_run, tmp_path):
+    src, _, _, _ = quick_run
+    out = tmp_path / "copy"
+    out.mkdir()
+    shutil.copy(src / "results.json", out / "results.json")
+    code, stdout, err = cli("report", out)
+    assert code == 0, err
+    html = (out / "report.html").read_text()
+    md = (out / "report.md").read_text()
+    assert html == (src / "report.html").read_text()
+    assert "## 1. The V^n wall" in md and "![The V^n wall](plots/vwall.png)" in md
+    assert (out / "plots" / "vwall.png").read_bytes()[:4] == b"\x89PNG"
+    code, _, err = cli("report", tmp_path / "empty")
+    assert code == 2 and "results.json" in err
+
+
+def test_html_is_self_contained(quick_run):
+    out, res, _, _ = quick_run
+    html = (out / "report.html").read_text()
+    for needle in ('id="results-table"', 'id="vwall-table"', 'id="order-table"', 'id="curve-table"',
+                   'id="interp-table"', 'id="surprisal-view"', 'id="attention-data"'):
+        assert needle in html
+    assert html.count('src="data:image/png;base64,') == 5
+    assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "").replace(
+        '"http://www.w3.org/2000/svg"', "")
+    assert "https://" not in html
+
+
+def test_settings_validation():
+    CompareSettings().validate()
+    quick_settings().validate()
+    assert CompareSettings(neural_epochs=3, neural_minutes=None).curve_budget() == {"epochs": 3}
+    assert CompareSettings(neural_minutes=1.0).curve_budget() == {"minutes": 0.25}
+    from corpora.errors import InputError
+
+    with pytest.raises(InputError, match="toy corpus only"):
+        CompareSettings(corpus="ptb", toy_train_tokens=1000).validate()
+    with pytest.raises(InputError, match="listed twice"):
+        CompareSettings(neural=("lstm", "lstm")).validate()
+
+
+# ---------------------------------------------------------------------------- the browser
+def _chromium_args(user_dir: Path) -> list:
+    return [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={user_dir}",
+            "--hide-scrollbars", "--disable-dev-shm-usage", "--virtual-time-budget=5000"]
+
+
+@pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK), reason=f"headless Chromium not installed at {CHROMIUM} "
+                    "(apt-get install chromium); the report's script is then not exercised in a browser")
+def test_report_in_headless_chromium(quick_run, tmp_path):
+    out, res, _, _ = quick_run
+    url = (out / "report.html").resolve().as_uri()
+    dom = subprocess.run(_chromium_args(tmp_path / "profile") + ["--dump-dom", url], capture_output=True,
+                         text=True, timeout=90)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    html = dom.stdout
+    assert 'id="selftest" data-result="pass"' in html, html[html.find('id="selftest"') - 20:][:400]
+    assert "figures decoded 5/5" in html
+    for table in ("results-table", "vwall-table", "order-table", "curve-table", "interp-table"):
+        assert f'id="{table}"' in html
+    T = len(res["attention"]["tokens"])
+    assert html.count('class="cell"') == T * (T + 1) // 2  # the heatmap was drawn by the script
+    assert html.count('class="att-tok') == T
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "compare-report.png"
+    run = subprocess.run(_chromium_args(tmp_path / "profile2") + ["--window-size=1200,6000", f"--screenshot={shot}",
+                                                                  url], capture_output=True, text=True, timeout=90)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 50_000
