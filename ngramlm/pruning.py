@@ -78,19 +78,24 @@ def _context_sums(parent: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(parent, weights=values, minlength=n)
 
 
+def _masses(model, k: int):
+    """For order k: parent index of each n-gram, number of contexts, p(w|h), p(w|h')
+    under the current model, and per context the stored mass S_h and its lower-order
+    mass L_h (both sums over the words stored after h)."""
+    V = len(model.vocab_)
+    parent = model.keys_[k - 1] // V
+    n_ctx = len(model.keys_[k - 2])
+    grams = ngram_words(model, k)
+    p = 10.0 ** model.log10_prob_[k - 1]
+    p_low = 10.0 ** _score_rows(model, grams[:, 1:])
+    return parent, n_ctx, p, p_low, _context_sums(parent, p, n_ctx), _context_sums(parent, p_low, n_ctx)
+
+
 def entropy_scores(model) -> list:
     """Stolcke's D (nats) for every stored n-gram of order >= 2 (index k-1; None for k=1)."""
-    V = len(model.vocab_)
     out: list = [None]
     for k in range(2, model.order_ + 1):
-        keys = model.keys_[k - 1]
-        parent = keys // V
-        n_ctx = len(model.keys_[k - 2])
-        grams = ngram_words(model, k)
-        p = 10.0 ** model.log10_prob_[k - 1]
-        p_low = 10.0 ** _score_rows(model, grams[:, 1:])
-        S = _context_sums(parent, p, n_ctx)
-        L = _context_sums(parent, p_low, n_ctx)
+        parent, n_ctx, p, p_low, S, L = _masses(model, k)
         bo = 10.0 ** model.log10_backoff_[k - 2]
         ctx_rows = ngram_words(model, k - 1)
         P_h = 10.0 ** _chain_log10(model, ctx_rows)
@@ -133,14 +138,9 @@ def apply_keep(model, keep: list) -> None:
     model._n_scoring_calls = 0
     # Recompute back-off weights, low orders first.
     for k in range(2, n + 1):
-        keys = model.keys_[k - 1]
-        parent = keys // V
-        n_ctx = len(model.keys_[k - 2])
-        grams = ngram_words(model, k)
-        p = 10.0 ** model.log10_prob_[k - 1]
-        p_low = 10.0 ** _score_rows(model, grams[:, 1:])
-        num = 1.0 - _context_sums(parent, p, n_ctx)
-        den = 1.0 - _context_sums(parent, p_low, n_ctx)
+        parent, n_ctx, _, _, S, L = _masses(model, k)
+        num = 1.0 - S
+        den = 1.0 - L
         has = np.bincount(parent, minlength=n_ctx) > 0
         with np.errstate(divide="ignore", invalid="ignore"):
             bo = np.where(has, np.maximum(num, 0.0) / np.where(den > 1e-15, den, np.nan), 1.0)

@@ -28,26 +28,31 @@ def shared_corpora() -> Path:
     return root
 
 
-@pytest.fixture
-def run_cli(monkeypatch):
+def invoke_cli(args, input=None):
+    """Run ``cli.main(args)`` in-process; return ``(exit_code, stdout, stderr)``."""
     from click.testing import CliRunner
 
     import cli
 
+    runner = CliRunner()
+    with runner.isolation(input=input) as (out, err, _):
+        try:
+            cli.main([str(a) for a in args])
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return code, out.getvalue().decode("utf-8"), err.getvalue().decode("utf-8", "replace")
+
+
+@pytest.fixture
+def run_cli(monkeypatch):
     # Results must not depend on the caller's environment.
     monkeypatch.delenv("NGRAMLM_DATA_DIR", raising=False)
     monkeypatch.delenv("NGRAMLM_DOWNLOAD_MIRROR", raising=False)
 
     def run(*args, input=None):
-        runner = CliRunner()
-        with runner.isolation(input=input) as (out, err, _):
-            try:
-                cli.main([str(a) for a in args])
-                code = 0
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-            sys.stdout.flush()
-            sys.stderr.flush()
-            return code, out.getvalue().decode("utf-8"), err.getvalue().decode("utf-8", "replace")
+        return invoke_cli(args, input=input)
 
     return run

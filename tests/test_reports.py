@@ -13,7 +13,6 @@ import math
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -32,20 +31,9 @@ CHROMIUM = "/usr/bin/chromium"
 
 def cli(*args):
     """Run ``ngramlm ARGS`` in-process: ``(exit code, stdout, stderr)``."""
-    from click.testing import CliRunner
+    from conftest import invoke_cli
 
-    import cli as cli_module
-
-    runner = CliRunner()
-    with runner.isolation() as (out, err, _):
-        try:
-            cli_module.main([str(a) for a in args])
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        return code, out.getvalue().decode("utf-8"), err.getvalue().decode("utf-8", "replace")
+    return invoke_cli(args)
 
 
 @pytest.fixture(scope="module")
