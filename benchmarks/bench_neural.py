@@ -227,7 +227,11 @@ def _run_one(ds, name: str, minutes: float, out_dir: Path, threads: int, epochs:
     mcfg = {**mcfg, **{k: v for k, v in overrides.items() if k in mcfg}}
     tcfg = {**tcfg, **{k: v for k, v in overrides.items() if k not in mcfg}}
     torch.set_num_threads(threads)
-    if not epochs:
+    if not epochs and tcfg.get("schedule") != "cosine":
+        # Step decay on plateau needs no epoch count: the time budget ends training.  (A
+        # throughput probe taken while other jobs share the CPU once sized a run at 1 epoch.)
+        epochs = 1000
+    elif not epochs:
         epochs, tps, eval_s = _estimate_epochs(ds, kind, mcfg, tcfg, minutes)
         click.echo(f"  [{name}] probe: {tps:,.0f} tokens/s, validation ~{eval_s:.0f} s -> {epochs} epochs fit "
                    f"{minutes:g} min", err=True)
