@@ -53,10 +53,15 @@ def read_prompt(model: LanguageModel, prompt_ids: Sequence[int]):
 @torch.no_grad()
 def greedy(model: LanguageModel, prompt_ids: Sequence[int] = (), max_len: int = 30, stop_at_eos: bool = True) -> list:
     """The most probable next token, repeatedly."""
+    return _decode(model, prompt_ids, max_len, stop_at_eos, lambda logp: int(logp.argmax()))
+
+
+def _decode(model, prompt_ids, max_len: int, stop_at_eos: bool, pick) -> list:
+    """Feed the prompt, then repeatedly append ``pick(next-token log-probs)``."""
     logp, state = read_prompt(model, prompt_ids)
     out = []
     for _ in range(max_len):
-        tok = int(logp[0].argmax())
+        tok = pick(logp[0])
         out.append(tok)
         if tok == EOS_ID and stop_at_eos:
             break
@@ -75,20 +80,15 @@ def sample(model: LanguageModel, prompt_ids: Sequence[int] = (), max_len: int = 
         raise InputError(f"top-k must be >= 1, got {top_k}", fix="omit --top-k to sample from all tokens")
     g = torch.Generator()
     g.manual_seed(torch.seed() if seed is None else seed)
-    logp, state = read_prompt(model, prompt_ids)
-    out = []
-    for _ in range(max_len):
-        scores = logp[0] / temperature
+
+    def pick(logp):
+        scores = logp / temperature
         if top_k is not None and top_k < scores.numel():
             kth = torch.topk(scores, top_k).values[-1]
             scores = scores.masked_fill(scores < kth, float("-inf"))
-        tok = int(torch.multinomial(torch.softmax(scores, dim=-1), 1, generator=g))
-        out.append(tok)
-        if tok == EOS_ID and stop_at_eos:
-            break
-        logits, _, state = model(torch.tensor([[tok]]), state=state)
-        logp = F.log_softmax(logits[:, -1].float(), dim=-1)
-    return out
+        return int(torch.multinomial(torch.softmax(scores, dim=-1), 1, generator=g))
+
+    return _decode(model, prompt_ids, max_len, stop_at_eos, pick)
 
 
 @torch.no_grad()
