@@ -17,6 +17,7 @@ from .settings import (DEFAULT_NEURAL, DEFAULT_SMOOTHERS, NEURAL_SIZES, CompareS
 _SETTING_OPTIONS = {
     "corpus": "corpus", "max_order": "max_order", "smoothers": "smoothers", "neural": "neural",
     "neural_minutes": "neural_minutes", "neural_epochs": "neural_epochs", "neural_size": "neural_size",
+    "checkpoints": "checkpoints",
     "curve": "curve", "curve_minutes": "curve_minutes", "curve_smoother": "curve_smoother",
     "passage_tokens": "passage_tokens", "toy_train_tokens": "toy_train_tokens",
     "toy_eval_tokens": "toy_eval_tokens", "seed": "seed",
@@ -40,6 +41,7 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
         "neural_minutes": opts["neural_minutes"],
         "neural_epochs": opts["neural_epochs"],
         "neural_size": opts["neural_size"],
+        "checkpoints": tuple(str(Path(c).resolve()) for c in opts["checkpoints"]),
         "curve": parse_fractions(opts["curve"]),
         "curve_minutes": opts["curve_minutes"],
         "curve_smoother": opts["curve_smoother"],
@@ -80,6 +82,9 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
 @click.option("--neural-epochs", type=int, default=None, help="Train each neural model this many epochs instead.")
 @click.option("--neural-size", type=click.Choice(NEURAL_SIZES), default="small", show_default=True,
               help="tiny / small presets, or the `neural train` defaults.")
+@click.option("--checkpoint", "checkpoints", multiple=True, type=click.Path(dir_okay=False),
+              help="A neural model trained elsewhere (`ngramlm neural train`, benchmarks/bench_neural.py) to score "
+                   "instead of training that model here; its vocabulary must be this corpus's. Repeatable.")
 @click.option("--curve", default="1%,3%,10%,30%,100%", show_default=True,
               help="Learning-curve training-set sizes (fractions or percentages of the training text).")
 @click.option("--curve-minutes", type=float, default=None,
@@ -102,7 +107,7 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
                    "does not collapse when other jobs share the cores (two busy-waiting threads do).")
 @click.option("--verbose", is_flag=True, help="Also print the neural models' per-epoch log.")
 @click.pass_context
-def compare_cmd(ctx, corpus, out, max_order, smoothers, neural, neural_minutes, neural_epochs, neural_size, curve,
+def compare_cmd(ctx, corpus, out, max_order, smoothers, neural, neural_minutes, neural_epochs, neural_size, checkpoints, curve,
                 curve_minutes, curve_smoother, passage_tokens, toy_train_tokens, toy_eval_tokens, quick, force, resume,
                 data_dir, seed, threads, verbose):
     """Train n-gram models (orders 1..N x smoothers) and neural models on one tokenization of CORPUS
@@ -136,6 +141,10 @@ def compare_cmd(ctx, corpus, out, max_order, smoothers, neural, neural_minutes, 
     from .data import load_data
 
     data = load_data(settings, data_dir)
+    if settings.checkpoints:  # a wrong checkpoint is refused before anything is written
+        from .compare import inspect_checkpoints
+
+        inspect_checkpoints(settings, data)
     start_run(out_path, settings)
     run = Run(settings, out_path, data=data, log=_echo_err, verbose=verbose)
     try:

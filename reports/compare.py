@@ -174,16 +174,25 @@ class Run:
     def _neural_stage(self) -> None:
         s, d = self.settings, self.data
         self.results["neural"] = []
-        if not s.neural:
+        if not s.neural and not s.checkpoints:
             return
         import torch
 
         torch.set_num_threads(s.threads)
-        from .neural_part import neural_row, neural_settings
+        from .neural_part import adopted_row, neural_row, neural_settings
 
+        adopted = inspect_checkpoints(s, d)
+        for info in adopted:
+            self.log(f"neural model from a checkpoint: {info['settings']['adopted']}")
+            row = self._cached_or("neural", info["settings"], lambda key, info=info: adopted_row(info, d))
+            self.checkpoints[row["id"]] = Path(info["settings"]["adopted"])
+            self.results["neural"].append(row)
+        to_train = [n for n in s.neural if n not in {info["model"] for info in adopted}]
+        if not to_train:
+            return
         budget = s.main_budget()
-        self.log(f"neural models ({s.neural_size}, {describe_budget(budget)} each): {', '.join(s.neural)}")
-        for name in s.neural:
+        self.log(f"neural models ({s.neural_size}, {describe_budget(budget)} each): {', '.join(to_train)}")
+        for name in to_train:
             ns = neural_settings(name, s.neural_size, budget, s.seed, len(d.vocab))
             row = self._cached_or("neural", ns, lambda key, n=name, ns=ns: neural_row(
                 n, ns, d, self.cache.checkpoint(key), log=self.log if self.verbose else None))
@@ -222,7 +231,7 @@ class Run:
                            "points": pts})
         best = self._best("neural")
         if best is not None:
-            from .neural_part import neural_row, neural_settings
+            from .neural_part import LABELS, neural_row, neural_settings
 
             pts = []
             budget = s.curve_budget()
@@ -232,8 +241,8 @@ class Run:
                     best["model"], ns, d, self.cache.checkpoint(key), train=subsets[f],
                     log=self.log if self.verbose else None, row_id=f"{best['model']}@{f:g}"), keep_arrays=False)
                 pts.append(self._curve_point(row, f))
-            series.append({"id": best["model"], "label": f"{best['label']}, {describe_budget(budget)} per point", "family": "neural",
-                           "points": pts})
+            label = f"{LABELS[best['model']]} ({s.neural_size}), {describe_budget(budget)} per point"
+            series.append({"id": best["model"], "label": label, "family": "neural", "points": pts})
         self.results["learning_curves"] = {"fractions": fractions, "series": series}
 
     @staticmethod
@@ -311,6 +320,20 @@ class Run:
                     r["test_normalised"] = analysis.normalise(t["log2prob"] if t["ppl"] is not None else None,
                                                               d.sizes["test"])
                     r["above_floor"] = analysis.above_floor(t, truth)
+
+
+def inspect_checkpoints(settings: CompareSettings, data: CompareData) -> list:
+    """Check every ``--checkpoint`` against the corpus; one model name per checkpoint."""
+    from .neural_part import inspect_checkpoint
+
+    infos = [inspect_checkpoint(Path(c), data.vocab) for c in settings.checkpoints]
+    seen: dict = {}
+    for c, info in zip(settings.checkpoints, infos):
+        if info["model"] in seen:
+            raise InputError(f"two checkpoints hold a {info['model']} model ({seen[info['model']]} and {c})",
+                             path=c, fix="pass one checkpoint per model")
+        seen[info["model"]] = c
+    return infos
 
 
 def describe_budget(budget: dict) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from corpora.errors import InputError
-from corpora.vocab import EOS_ID, EncodedText
+from corpora.vocab import EOS_ID, EncodedText, Vocab
 from neural.checkpoint import best_path, load_model
 from neural.config import CELLS, RNNConfig, TrainConfig, TransformerConfig
 from neural.evaluate import token_log_probs
@@ -136,6 +136,78 @@ def neural_row(name: str, settings: dict, data, checkpoint: Path, train: Optiona
     best = best_path(checkpoint)
     model = load_model(best)[0] if best.exists() else trainer.model
     row["size"] = int(model.n_parameters())
+    arrays = _score(model, data, row)
+    row["eval_seconds"] = time.perf_counter() - t0 - result.seconds
+    return row, arrays
+
+
+# ---------------------------------------------------------------------------- models trained elsewhere
+def inspect_checkpoint(path: Path, vocab) -> dict:
+    """Check that ``path`` is a neural checkpoint over exactly ``vocab`` (never unpickled) and
+    say what it holds: ``{"model", "weights", "settings"}``.
+
+    ``weights`` is the file that will be scored: the best-validation sibling
+    (``X.best.pt``) when ``path`` is a training checkpoint that has one, else ``path``.
+    ``settings`` (the cache key's input) names both files by content hash, so a
+    retrained checkpoint at the same path is scored again.
+    """
+    from corpora.download import sha256_file
+    from neural.checkpoint import load_checkpoint, model_from_checkpoint
+
+    path = Path(path)
+    ckpt = load_checkpoint(path)
+    theirs = Vocab.from_dict(ckpt["vocab"], path=str(path))
+    if theirs != vocab:
+        raise InputError(f"the checkpoint's vocabulary ({theirs.n_types:,} types) is not this corpus's "
+                         f"({vocab.n_types:,} types): its perplexities would not be comparable", path=path,
+                         fix="pass a checkpoint trained on this corpus (`ngramlm neural train CORPUS`), or compare "
+                             "on the corpus and tokenizer it was trained with")
+    model_from_checkpoint(ckpt, path=path)  # the weights fit the config
+    weights = best_path(path) if best_path(path).exists() and not path.stem.endswith(".best") else path
+    name = ckpt["model"].get("name")
+    if name not in LABELS:
+        raise InputError(f"the checkpoint holds an unknown model {name!r}", path=path,
+                         fix=f"pass a checkpoint of one of {', '.join(LABELS)}")
+    train = ckpt.get("train") or {}
+    return {"model": name, "weights": weights, "settings": {
+        "model": name, "adopted": str(path), "scored": str(weights), "sha256": sha256_file(path),
+        "scored_sha256": sha256_file(weights) if weights != path else None,
+        "model_config": dict(ckpt["model"]["config"]), "train_config": train.get("config"),
+    }}
+
+
+def adopted_row(info: dict, data) -> tuple[dict, dict]:
+    """Score a model trained outside this run (``inspect_checkpoint``'s ``info``): its row and
+    per-token log2 arrays.  Training time, epochs and history come from the checkpoint."""
+    from neural.checkpoint import load_checkpoint
+
+    settings, name = info["settings"], info["model"]
+    path, weights = Path(settings["adopted"]), Path(info["weights"])
+    train = load_checkpoint(path).get("train") or {}
+    history = train.get("history") or []
+    tcfg = train.get("config") or {}
+    budget = ({"minutes": tcfg["time_budget"]} if tcfg.get("time_budget") else
+              {"epochs": tcfg["epochs"]} if tcfg.get("epochs") else {})
+    model = load_model(weights, expect_vocab=data.vocab)[0]
+    t0 = time.perf_counter()
+    row = {
+        "id": name, "family": "neural", "model": name, "label": f"{LABELS[name]} ({path.name})", "order": None,
+        "settings": {**settings, "budget": budget, "size": "checkpoint"},
+        "train_tokens": (train.get("data") or {}).get("train_tokens") or data["train"].n_tokens,
+        "train_seconds": float(history[-1]["seconds"]) if history else None,
+        "size": int(model.n_parameters()), "size_unit": "parameters",
+        "note": f"trained outside this run ({path}); scored with {'its best-validation weights' if weights != path else 'these weights'}",
+        "error": None, "valid": None, "test": None, "is_distribution": True,
+        "stopped": "adopted", "epochs": history[-1]["epoch"] if history else None,
+        "steps": train.get("step"), "history": history,
+    }
+    arrays = _score(model, data, row)
+    row["eval_seconds"] = time.perf_counter() - t0
+    return row, arrays
+
+
+def _score(model, data, row: dict) -> dict:
+    """Fill ``row["valid"]`` / ``row["test"]`` from a full-history pass; return the log2 arrays."""
     arrays = {}
     for split in ("valid", "test"):
         lp = token_log_probs(model, data[split].ids) * LOG2_E
@@ -144,8 +216,7 @@ def neural_row(name: str, settings: dict, data, checkpoint: Path, train: Optiona
         n = len(lp)
         row[split] = {"tokens": n, "zero_probs": 0, "oovs": None, "log2prob": total, "ppl": 2.0 ** (-total / n),
                       "ppl_nonzero_events": 2.0 ** (-total / n), "bits_per_token": -total / n}
-    row["eval_seconds"] = time.perf_counter() - t0 - result.seconds
-    return row, arrays
+    return arrays
 
 
 def _seconds_done(checkpoint: Path) -> float:

@@ -166,7 +166,7 @@ def build_context(results: dict) -> dict:
         "timing": {"total": fmt_seconds(timing.get("total_seconds")), "trained": timing.get("trained", 0),
                    "cached": timing.get("cached", 0)},
         "tokenizer": (corpus.get("tokenizer") or {}).get("kind", "whitespace"),
-        "neural_none": not s.get("neural"),
+        "neural_none": not s.get("neural") and not s.get("checkpoints"),
         "status": results.get("status"),
         "sizes": corpus["sizes"],
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Optional
 
 from corpora.errors import InputError
@@ -33,6 +34,7 @@ class CompareSettings:
     neural_minutes: Optional[float] = 0.6  # wall-clock training budget per neural model
     neural_epochs: Optional[int] = None  # or: a fixed number of epochs (then neural_minutes is None)
     neural_size: str = "small"  # tiny | small | default (the `neural train` defaults)
+    checkpoints: tuple = ()  # neural checkpoints trained elsewhere, scored instead of training that model
     curve: tuple = DEFAULT_CURVE  # learning-curve training-set fractions
     curve_minutes: Optional[float] = None  # neural budget per curve point [default: neural_minutes / 4]
     curve_smoother: str = "mkn"  # the count models of the learning curves: <smoother>-3 and <smoother>-5
@@ -80,6 +82,12 @@ class CompareSettings:
             raise InputError(f"a neural model is listed twice: {','.join(self.neural)}", fix="list each model once")
         if self.neural_size not in NEURAL_SIZES:
             raise InputError(f"unknown neural size {self.neural_size!r}", fix=f"use one of {', '.join(NEURAL_SIZES)}")
+        for c in self.checkpoints:
+            if not Path(c).is_file():
+                raise InputError("no such checkpoint file", path=c,
+                                 fix="pass the .pt file written by `ngramlm neural train` (or benchmarks/bench_neural.py)")
+        if len(set(self.checkpoints)) != len(self.checkpoints):
+            raise InputError("a --checkpoint is given twice", fix="give each checkpoint once")
         if self.neural_epochs is not None and self.neural_minutes is not None:
             raise InputError("--neural-minutes and --neural-epochs both given",
                              fix="give a time budget or an epoch budget, not both")

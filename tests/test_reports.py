@@ -274,6 +274,65 @@ def test_resume_continues_and_keeps_settings(quick_run, tmp_path):
     assert code == 2 and "nothing to resume" in err
 
 
+def test_checkpoint_trained_elsewhere_is_scored_not_retrained(quick_run, tmp_path):
+    """`--checkpoint` scores a model trained outside the run: the quick run's own LSTM
+    (its training checkpoint, whose best weights sit beside it) must give the same
+    perplexities, and the Transformer is still trained because no checkpoint holds one."""
+    src, res, _, _ = quick_run
+    lstm = rows(res, "neural")["lstm"]
+    ckpt = tmp_path / "elsewhere" / "lstm.pt"
+    ckpt.parent.mkdir()
+    shutil.copy(src / "cache" / f"{lstm['key']}.pt", ckpt)
+    shutil.copy(src / "cache" / f"{lstm['key']}.best.pt", ckpt.with_name("lstm.best.pt"))
+    out = tmp_path / "adopt"
+    code, _, err = cli("compare", "--quick", "--out", out, "--checkpoint", ckpt)
+    assert code == 0, err
+    again = json.loads((out / "results.json").read_text())
+    nn = rows(again, "neural")
+    assert set(nn) == {"lstm", "transformer"}
+    row = nn["lstm"]
+    assert row["stopped"] == "adopted" and row["settings"]["scored"].endswith("lstm.best.pt")
+    for split in ("valid", "test"):
+        assert row[split]["ppl"] == pytest.approx(lstm[split]["ppl"], rel=1e-12)
+        assert row[split]["tokens"] == lstm[split]["tokens"]
+    assert row["size"] == lstm["size"] and row["epochs"] == pytest.approx(lstm["epochs"])
+    assert row["train_seconds"] == pytest.approx(lstm["train_seconds"], rel=0.05)
+    assert nn["transformer"]["stopped"] != "adopted"
+    assert any(r["components"][1] == "lstm" for r in again["interpolation"])
+    md = (out / "report.md").read_text()
+    assert "LSTM (lstm.pt)" in md and "trained outside this run" in md
+    # --neural none with a checkpoint: the neural side holds just that model.
+    out2 = tmp_path / "only"
+    code, _, err = cli("compare", "--quick", "--neural", "none", "--out", out2, "--checkpoint", ckpt)
+    assert code == 0, err
+    only = json.loads((out2 / "results.json").read_text())
+    assert [r["id"] for r in only["neural"]] == ["lstm"] and only["neural"][0]["cached"] is False
+    assert "Neural models were not run" not in (out2 / "report.md").read_text()
+
+
+def test_checkpoint_of_another_corpus_or_twice_the_same_model_is_refused(quick_run, tmp_path):
+    src, res, _, _ = quick_run
+    ckpt = src / "cache" / f"{rows(res, 'neural')['lstm']['key']}.pt"
+    text = tmp_path / "other.txt"
+    text.write_text("a b c\nb c a\n" * 50)
+    out = tmp_path / "out"
+    code, _, err = cli("compare", text, "--out", out, "--checkpoint", ckpt, "--neural", "none")
+    assert code == 2 and "vocabulary" in err and "not this corpus's" in err and str(ckpt) in err
+    assert not out.exists()
+    copy = tmp_path / "copy.pt"
+    shutil.copy(ckpt, copy)
+    code, _, err = cli("compare", "--quick", "--out", out, "--checkpoint", ckpt, "--checkpoint", copy)
+    assert code == 2 and "two checkpoints hold a lstm model" in err
+    assert not out.exists()
+    code, _, err = cli("compare", "--quick", "--out", out, "--checkpoint", tmp_path / "missing.pt")
+    assert code == 2 and "no such checkpoint file" in err and "missing.pt" in err
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint")
+    code, _, err = cli("compare", "--quick", "--out", out, "--checkpoint", bad)
+    assert code == 2 and "bad.pt" in err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("args, message", [
     (["no-such-corpus"], "unknown corpus"),
     (["--smoothers", "mkn,foo"], "unknown smoother"),
