@@ -9,13 +9,14 @@ from click.core import ParameterSource
 
 from corpora.datadir import ENV_VAR
 from corpora.errors import InputError
+from corpora.tokenize import KINDS
 
 from .settings import (DEFAULT_NEURAL, DEFAULT_SMOOTHERS, NEURAL_SIZES, CompareSettings, parse_fractions, parse_list,
                        quick_settings)
 
 # option name -> settings field, for the options that define what a run trains
 _SETTING_OPTIONS = {
-    "corpus": "corpus", "max_order": "max_order", "smoothers": "smoothers", "neural": "neural",
+    "corpus": "corpus", "tokenizer": "tokenizer", "max_order": "max_order", "smoothers": "smoothers", "neural": "neural",
     "neural_minutes": "neural_minutes", "neural_epochs": "neural_epochs", "neural_size": "neural_size",
     "checkpoints": "checkpoints",
     "curve": "curve", "curve_minutes": "curve_minutes", "curve_smoother": "curve_smoother",
@@ -35,6 +36,7 @@ def _given(ctx: click.Context, name: str) -> bool:
 def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> CompareSettings:
     values = {
         "corpus": opts["corpus"] or "toy",
+        "tokenizer": opts["tokenizer"],
         "max_order": opts["max_order"],
         "smoothers": parse_list(opts["smoothers"]),
         "neural": () if (opts["neural"] or "").strip().lower() == "none" else parse_list(opts["neural"]),
@@ -72,6 +74,8 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
 @click.argument("corpus", required=False)
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
               help="Folder for results.json, the report and the model cache [default: compare-out/CORPUS].")
+@click.option("--tokenizer", type=click.Choice(KINDS), default=None,
+              help="Tokenize the corpus this way instead of its own (e.g. char); every model shares it.")
 @click.option("--max-order", type=int, default=5, show_default=True, help="N-gram orders 1..N.")
 @click.option("--smoothers", default=",".join(DEFAULT_SMOOTHERS), show_default=True,
               help="Comma-separated smoothers (mle, laplace, addk, wb, jm, katz, absolute, kn, mkn, stupid).")
@@ -107,7 +111,7 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
                    "does not collapse when other jobs share the cores (two busy-waiting threads do).")
 @click.option("--verbose", is_flag=True, help="Also print the neural models' per-epoch log.")
 @click.pass_context
-def compare_cmd(ctx, corpus, out, max_order, smoothers, neural, neural_minutes, neural_epochs, neural_size, checkpoints, curve,
+def compare_cmd(ctx, corpus, out, tokenizer, max_order, smoothers, neural, neural_minutes, neural_epochs, neural_size, checkpoints, curve,
                 curve_minutes, curve_smoother, passage_tokens, toy_train_tokens, toy_eval_tokens, quick, force, resume,
                 data_dir, seed, threads, verbose):
     """Train n-gram models (orders 1..N x smoothers) and neural models on one tokenization of CORPUS

@@ -7,6 +7,7 @@ with that same vocabulary.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
@@ -51,7 +52,13 @@ def load_data(settings: CompareSettings, data_dir: Optional[str] = None) -> Comp
         toy_config = ToyConfig(
             n_train_tokens=settings.toy_train_tokens or ToyConfig.n_train_tokens,
             n_valid_tokens=ev or ToyConfig.n_valid_tokens, n_test_tokens=ev or ToyConfig.n_test_tokens)
-    corpus = load_corpus(settings.corpus, data_dir=data_dir, toy_config=toy_config)
+    tokenizer = None
+    if settings.tokenizer is not None:  # the corpus's own spec (lower-casing, normalisation) with another kind
+        from corpora.registry import REGISTRY
+
+        base = REGISTRY[settings.corpus].tokenizer if settings.corpus in REGISTRY else None
+        tokenizer = dataclasses.replace(base or TokenizerSpec(), kind=settings.tokenizer)
+    corpus = load_corpus(settings.corpus, data_dir=data_dir, toy_config=toy_config, tokenizer=tokenizer)
     for split in SPLITS:
         if split not in corpus.splits or not corpus.splits[split]:
             raise InputError(f"corpus {settings.corpus!r} has no {split} text",

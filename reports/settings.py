@@ -28,6 +28,7 @@ class CompareSettings:
     """The models and analyses of one ``ngramlm compare`` run."""
 
     corpus: str = "toy"  # a registered corpus name or a text file
+    tokenizer: Optional[str] = None  # a tokenizer kind replacing the corpus's own (e.g. "char"); None: the corpus's
     max_order: int = 5  # n-gram orders 1..max_order
     smoothers: tuple = DEFAULT_SMOOTHERS
     neural: tuple = DEFAULT_NEURAL  # () for --neural none
@@ -69,6 +70,14 @@ class CompareSettings:
         if not isinstance(self.max_order, int) or isinstance(self.max_order, bool) or not 1 <= self.max_order <= MAX_ORDER:
             raise InputError(f"--max-order must be an integer from 1 to {MAX_ORDER}, got {self.max_order!r}",
                              fix="use e.g. --max-order 5")
+        if self.tokenizer is not None:
+            from corpora.tokenize import KINDS
+
+            if self.tokenizer not in KINDS:
+                raise InputError(f"unknown tokenizer {self.tokenizer!r}", fix=f"use one of {', '.join(KINDS)}")
+            if self.corpus == "toy":
+                raise InputError("--tokenizer does not apply to the toy corpus: it is generated as tokens",
+                                 fix="drop --tokenizer, or compare on a text corpus such as timemachine")
         if not self.smoothers:
             raise InputError("no smoothers given", fix=f"pass e.g. --smoothers {','.join(DEFAULT_SMOOTHERS)}")
         for s in self.smoothers:

@@ -351,6 +351,40 @@ def test_bad_input_is_refused_before_anything_is_written(tmp_path, args, message
     assert not out.exists()
 
 
+def test_char_and_word_runs_of_one_text_normalise_to_the_same_characters(tmp_path):
+    """Across tokenizations, bits per character is the common currency: a char-level and a
+    word-level run of one text count the same characters, and in the char run every
+    character (a space symbol, or the newline a sentence end stands for) is one token."""
+    import random
+
+    rng = random.Random(7)
+    words = ["time", "machine", "the", "traveller", "said", "a", "of", "and", "to", "was"]
+    text = tmp_path / "book.txt"
+    text.write_text("\n".join(" ".join(rng.choice(words) for _ in range(rng.randint(3, 9))) for _ in range(400)) + "\n")
+    res = {}
+    for tok in ("whitespace", "char"):
+        out = tmp_path / tok
+        code, _, err = cli("compare", text, "--tokenizer", tok, "--out", out, "--max-order", "3",
+                           "--smoothers", "wb,mkn", "--neural", "none", "--curve", "0.5,1")
+        assert code == 0, err
+        res[tok] = json.loads((out / "results.json").read_text())
+    w, c = res["whitespace"], res["char"]
+    assert w["settings"]["tokenizer"] == "whitespace" and c["settings"]["tokenizer"] == "char"
+    assert c["corpus"]["n_types"] < 30 < w["corpus"]["n_types"] + 20  # letters + space symbol vs. words
+    for split in ("valid", "test"):
+        assert c["corpus"]["sizes"][split]["chars"] == w["corpus"]["sizes"][split]["chars"]
+        assert c["corpus"]["sizes"][split]["words"] == w["corpus"]["sizes"][split]["words"]
+        assert c["corpus"]["sizes"][split]["tokens"] == c["corpus"]["sizes"][split]["chars"]
+    row = rows(c, "ngram")["mkn-3"]
+    norm = row["test_normalised"]
+    assert norm["bits_per_char"] == pytest.approx(norm["bits_per_token"], rel=1e-12)
+    wrow = rows(w, "ngram")["mkn-3"]
+    chars = w["corpus"]["sizes"]["test"]["chars"]
+    assert wrow["test_normalised"]["bits_per_char"] == pytest.approx(-wrow["test"]["log2prob"] / chars, rel=1e-12)
+    code, _, err = cli("compare", "--tokenizer", "char", "--out", tmp_path / "toy")
+    assert code == 2 and "toy corpus" in err
+
+
 def test_corpus_too_small_for_an_order_is_reported_per_row(tmp_path):
     text = tmp_path / "tiny.txt"
     words = ["alpha", "beta", "gamma", "delta", "epsilon"]
