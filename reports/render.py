@@ -94,7 +94,8 @@ def _row(r: dict) -> dict:
         "bpw": fmt_num(norm.get("bits_per_word")),
         "floor": "–" if not floor else f"+{floor['extra_bits_per_token']:.3f} bits (×{floor['ppl_ratio']:.2f})",
         "size": fmt_size(r.get("size")), "size_unit": r.get("size_unit", ""),
-        "train": fmt_seconds(r.get("train_seconds")), "cached": {True: "cached", False: "trained"}.get(r.get("cached"), ""),
+        "train": fmt_seconds(r.get("train_seconds")), "cached": ("scored" if r.get("stopped") == "adopted" else
+                   {True: "cached", False: "trained"}.get(r.get("cached"), "")),
         "note": "; ".join(x for x in (r.get("error") and f"not estimated: {r['error']}", r.get("note")) if x),
     }
 

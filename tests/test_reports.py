@@ -301,6 +301,8 @@ def test_checkpoint_trained_elsewhere_is_scored_not_retrained(quick_run, tmp_pat
     assert any(r["components"][1] == "lstm" for r in again["interpolation"])
     md = (out / "report.md").read_text()
     assert "LSTM (lstm.pt)" in md and "trained outside this run" in md
+    line = next(x for x in md.splitlines() if x.startswith("| LSTM (lstm.pt)"))
+    assert "| scored |" in line and "| trained |" not in line
     # --neural none with a checkpoint: the neural side holds just that model.
     out2 = tmp_path / "only"
     code, _, err = cli("compare", "--quick", "--neural", "none", "--out", out2, "--checkpoint", ckpt)
