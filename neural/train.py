@@ -110,6 +110,15 @@ class Trainer:
         self._resumed = False
         self._stop_requested = False
         self._eval_seconds = 0.0
+        # Training seconds of earlier fit() calls (a resumed run's), so the history and the
+        # checkpoint count the whole run's time, also when it was interrupted inside an epoch.
+        self.seconds_done = 0.0
+        self._fit_t0: Optional[float] = None
+
+    def elapsed(self) -> float:
+        """Training seconds of the whole run so far (earlier fits included)."""
+        running = 0.0 if self._fit_t0 is None else time.perf_counter() - self._fit_t0
+        return self.seconds_done + running
 
     # ------------------------------------------------------------------ resuming
     @classmethod
@@ -133,6 +142,8 @@ class Trainer:
         trainer.lr, trainer.bad_epochs = float(state["schedule"]["lr"]), int(state["schedule"]["bad_epochs"])
         trainer.best_val_ppl = float(state["best_val_ppl"])
         trainer.history = list(state["history"])
+        # Checkpoints written before "seconds" was saved: the last validation's time is the best known.
+        trainer.seconds_done = float(state.get("seconds", trainer.history[-1]["seconds"] if trainer.history else 0.0))
         trainer.carry_state = None if state.get("carry_state") is None else tuple(state["carry_state"])
         trainer.data_info = dict(state.get("data") or trainer.data_info)
         torch.set_rng_state(state["rng"]["torch"])
@@ -151,6 +162,7 @@ class Trainer:
             "tokens": self.tokens,
             "best_val_ppl": self.best_val_ppl,
             "history": list(self.history),
+            "seconds": round(self.elapsed(), 2),
             "rng": {"torch": torch.get_rng_state()},
             "carry_state": None if self.carry_state is None else tuple(s.detach().clone() for s in self.carry_state),
             "data": dict(self.data_info),
@@ -231,7 +243,7 @@ class Trainer:
         if not self._resumed and self.step == 0:
             torch.manual_seed(cfg.seed)  # dropout masks
         previous_handlers = self._install_signal_handlers()
-        t_start = time.perf_counter()
+        t_start = self._fit_t0 = time.perf_counter()
         budget_s = None if cfg.time_budget is None else cfg.time_budget * 60.0
         last_save = t_start
         stopped = None
@@ -309,14 +321,14 @@ class Trainer:
                 fraction = epoch + self.position["batch"] / n
                 lr_used = self.optimizer.param_groups[0]["lr"]
                 self.history.append({"epoch": round(fraction, 4), "step": self.step, "val_ppl": val, "lr": lr_used,
-                                     "seconds": round(time.perf_counter() - t_start, 2)})
+                                     "seconds": round(self.elapsed(), 2)})
                 if epoch_done:
                     self._end_of_epoch_schedule(improved)
                     self.position = {"epoch": epoch + 1, "batch": 0}
                     self.carry_state = None
                 is_best = val == self.best_val_ppl
                 self.log(f"epoch {fraction:6.2f} | step {self.step:7d} | lr {lr_used:8.3g} | valid ppl {val:9.2f}"
-                         f"{' *' if is_best else ''} | {time.perf_counter() - t_start:7.1f} s")
+                         f"{' *' if is_best else ''} | {self.elapsed():7.1f} s")
                 self.save(best=is_best)
                 last_save = time.perf_counter()
                 if stopped is None and cfg.max_batches is not None and n < len(batches):
@@ -328,6 +340,7 @@ class Trainer:
         finally:
             for sig, handler in previous_handlers.items():
                 signal.signal(sig, handler)
+            self.seconds_done, self._fit_t0 = self.elapsed(), None
         seconds = time.perf_counter() - t_start
         done = self.position["epoch"] + (self.position["batch"] / per_epoch if per_epoch else 0)
         return TrainResult(

@@ -194,7 +194,8 @@ def adopted_row(info: dict, data) -> tuple[dict, dict]:
         "id": name, "family": "neural", "model": name, "label": f"{LABELS[name]} ({path.name})", "order": None,
         "settings": {**settings, "budget": budget, "size": "checkpoint"},
         "train_tokens": (train.get("data") or {}).get("train_tokens") or data["train"].n_tokens,
-        "train_seconds": float(history[-1]["seconds"]) if history else None,
+        "train_seconds": (float(train["seconds"]) if "seconds" in train else
+                          float(history[-1]["seconds"]) if history else None),
         "size": int(model.n_parameters()), "size_unit": "parameters",
         "note": f"trained outside this run ({path}); scored with {'its best-validation weights' if weights != path else 'these weights'}",
         "error": None, "valid": None, "test": None, "is_distribution": True,
@@ -222,7 +223,10 @@ def _score(model, data, row: dict) -> dict:
 def _seconds_done(checkpoint: Path) -> float:
     from neural.checkpoint import load_checkpoint
 
-    hist = (load_checkpoint(checkpoint).get("train") or {}).get("history") or []
+    train = load_checkpoint(checkpoint).get("train") or {}
+    if "seconds" in train:  # the whole run's training time, also when interrupted inside the first epoch
+        return float(train["seconds"])
+    hist = train.get("history") or []
     return float(hist[-1]["seconds"]) if hist else 0.0
 
 

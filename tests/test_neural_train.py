@@ -175,9 +175,15 @@ def test_interrupt_mid_epoch_then_resume_is_exact(tmp_path):
     ckpt = load_checkpoint(tmp_path / "i.pt")
     assert ckpt["train"]["position"] == {"epoch": 1, "batch": 3}
     assert ckpt["train"]["carry_state"] is not None  # the sequential scheme's state is kept
+    before = ckpt["train"]["seconds"]
+    assert 0 < before <= r.seconds + 1e-6 and ckpt["train"]["history"][-1]["seconds"] <= before
     resumed = Trainer.resume(tmp_path / "i.pt", tr, va, vocab=vocab, progress=False)
-    resumed.fit()
+    r2 = resumed.fit()
     assert params_equal(straight, resumed.model)
+    # Training time counts the whole run: the interrupted part, then this fit.
+    final = load_checkpoint(tmp_path / "i.pt")["train"]
+    assert final["seconds"] == pytest.approx(before + r2.seconds, abs=0.5)
+    assert final["history"][-1]["seconds"] > before
 
 
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
