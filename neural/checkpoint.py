@@ -158,6 +158,19 @@ def load_model(path: os.PathLike | str, **kwargs):
     return model, vocab, ckpt
 
 
+def training_seconds(train: Optional[dict]) -> float:
+    """Training seconds of the whole run recorded in a checkpoint's ``train`` entry.
+
+    Checkpoints written before ``seconds`` was saved know only the time of their last
+    validation (0 when interrupted inside the first epoch).
+    """
+    train = train or {}
+    if "seconds" in train:
+        return float(train["seconds"])
+    history = train.get("history") or []
+    return float(history[-1]["seconds"]) if history else 0.0
+
+
 def best_path(path: os.PathLike | str) -> Path:
     """``run/lstm.pt`` -> ``run/lstm.best.pt``: where the best-validation weights are kept."""
     p = Path(path)

@@ -39,7 +39,7 @@ from corpora.textio import atomic_write_bytes
 from corpora.vocab import Vocab
 
 from .base import LanguageModel
-from .checkpoint import best_path, checkpoint_bytes, load_checkpoint, model_from_checkpoint
+from .checkpoint import best_path, checkpoint_bytes, load_checkpoint, model_from_checkpoint, training_seconds
 from .config import TrainConfig
 from .data import detach_state, make_batches, with_start
 from .evaluate import evaluate
@@ -142,8 +142,7 @@ class Trainer:
         trainer.lr, trainer.bad_epochs = float(state["schedule"]["lr"]), int(state["schedule"]["bad_epochs"])
         trainer.best_val_ppl = float(state["best_val_ppl"])
         trainer.history = list(state["history"])
-        # Checkpoints written before "seconds" was saved: the last validation's time is the best known.
-        trainer.seconds_done = float(state.get("seconds", trainer.history[-1]["seconds"] if trainer.history else 0.0))
+        trainer.seconds_done = training_seconds(state)
         trainer.carry_state = None if state.get("carry_state") is None else tuple(state["carry_state"])
         trainer.data_info = dict(state.get("data") or trainer.data_info)
         torch.set_rng_state(state["rng"]["torch"])

@@ -145,12 +145,13 @@ def compare_cmd(ctx, corpus, out, tokenizer, max_order, smoothers, neural, neura
     from .data import load_data
 
     data = load_data(settings, data_dir)
+    adopted = None
     if settings.checkpoints:  # a wrong checkpoint is refused before anything is written
         from .compare import inspect_checkpoints
 
-        inspect_checkpoints(settings, data)
+        adopted = inspect_checkpoints(settings, data)
     start_run(out_path, settings)
-    run = Run(settings, out_path, data=data, log=_echo_err, verbose=verbose)
+    run = Run(settings, out_path, data=data, log=_echo_err, verbose=verbose, adopted=adopted)
     try:
         results = run.execute()
     except KeyboardInterrupt:

@@ -43,7 +43,7 @@ class Run:
 
     def __init__(self, settings: CompareSettings, out: Path, *, data_dir: Optional[str] = None,
                  data: Optional[CompareData] = None, log: Optional[Callable[[str], None]] = None,
-                 verbose: bool = False) -> None:
+                 verbose: bool = False, adopted: Optional[list] = None) -> None:
         self.settings = settings
         self.out = Path(out)
         self.data_dir = data_dir
@@ -55,6 +55,7 @@ class Run:
         self.arrays: dict = {}  # row id -> {"valid": log2p, "test": log2p}
         self.counters = {"trained": 0, "cached": 0}
         self.checkpoints: dict = {}  # neural row id -> checkpoint path
+        self.adopted = adopted  # inspect_checkpoints(settings, data), when the caller already checked them
 
     # ------------------------------------------------------------------ helpers
     def _cached_or(self, kind: str, settings: dict, compute: Callable[[str], tuple], keep_arrays: bool = True) -> dict:
@@ -181,7 +182,7 @@ class Run:
         torch.set_num_threads(s.threads)
         from .neural_part import adopted_row, neural_row, neural_settings
 
-        adopted = inspect_checkpoints(s, d)
+        adopted = self.adopted if self.adopted is not None else inspect_checkpoints(s, d)
         for info in adopted:
             self.log(f"neural model from a checkpoint: {info['settings']['adopted']}")
             row = self._cached_or("neural", info["settings"], lambda key, info=info: adopted_row(info, d))

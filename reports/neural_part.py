@@ -17,7 +17,7 @@ import torch
 
 from corpora.errors import InputError
 from corpora.vocab import EOS_ID, EncodedText, Vocab
-from neural.checkpoint import best_path, load_model
+from neural.checkpoint import best_path, load_model, training_seconds
 from neural.config import CELLS, RNNConfig, TrainConfig, TransformerConfig
 from neural.evaluate import token_log_probs
 from neural.models import build_model
@@ -169,7 +169,10 @@ def inspect_checkpoint(path: Path, vocab) -> dict:
         raise InputError(f"the checkpoint holds an unknown model {name!r}", path=path,
                          fix=f"pass a checkpoint of one of {', '.join(LABELS)}")
     train = ckpt.get("train") or {}
-    return {"model": name, "weights": weights, "settings": {
+    # What the row reports of the training run, kept here so the (large) file is read once.
+    summary = {k: train.get(k) for k in ("config", "history", "step", "data")}
+    summary["seconds"] = training_seconds(train) if train else None
+    return {"model": name, "weights": weights, "train": summary, "settings": {
         "model": name, "adopted": str(path), "scored": str(weights), "sha256": sha256_file(path),
         "scored_sha256": sha256_file(weights) if weights != path else None,
         "model_config": dict(ckpt["model"]["config"]), "train_config": train.get("config"),
@@ -179,11 +182,8 @@ def inspect_checkpoint(path: Path, vocab) -> dict:
 def adopted_row(info: dict, data) -> tuple[dict, dict]:
     """Score a model trained outside this run (``inspect_checkpoint``'s ``info``): its row and
     per-token log2 arrays.  Training time, epochs and history come from the checkpoint."""
-    from neural.checkpoint import load_checkpoint
-
-    settings, name = info["settings"], info["model"]
+    settings, name, train = info["settings"], info["model"], info["train"]
     path, weights = Path(settings["adopted"]), Path(info["weights"])
-    train = load_checkpoint(path).get("train") or {}
     history = train.get("history") or []
     tcfg = train.get("config") or {}
     budget = ({"minutes": tcfg["time_budget"]} if tcfg.get("time_budget") else
@@ -194,8 +194,7 @@ def adopted_row(info: dict, data) -> tuple[dict, dict]:
         "id": name, "family": "neural", "model": name, "label": f"{LABELS[name]} ({path.name})", "order": None,
         "settings": {**settings, "budget": budget, "size": "checkpoint"},
         "train_tokens": (train.get("data") or {}).get("train_tokens") or data["train"].n_tokens,
-        "train_seconds": (float(train["seconds"]) if "seconds" in train else
-                          float(history[-1]["seconds"]) if history else None),
+        "train_seconds": train["seconds"],
         "size": int(model.n_parameters()), "size_unit": "parameters",
         "note": f"trained outside this run ({path}); scored with {'its best-validation weights' if weights != path else 'these weights'}",
         "error": None, "valid": None, "test": None, "is_distribution": True,
@@ -223,11 +222,7 @@ def _score(model, data, row: dict) -> dict:
 def _seconds_done(checkpoint: Path) -> float:
     from neural.checkpoint import load_checkpoint
 
-    train = load_checkpoint(checkpoint).get("train") or {}
-    if "seconds" in train:  # the whole run's training time, also when interrupted inside the first epoch
-        return float(train["seconds"])
-    hist = train.get("history") or []
-    return float(hist[-1]["seconds"]) if hist else 0.0
+    return training_seconds(load_checkpoint(checkpoint).get("train"))
 
 
 # ---------------------------------------------------------------------------- attention
