@@ -63,7 +63,25 @@ def cli() -> None:
     """Count-based n-gram and neural language models, compared on the same tokenized corpora."""
 
 
+def _terminate(signum, frame):  # SIGTERM: unwind like Ctrl-C, so temp files are removed and we exit 130
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
+    import signal
+    import threading
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        _main(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> None:
     from corpora.errors import ToolkitError
 
     try:
@@ -82,6 +100,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except OSError as exc:
+        # A safety net: an I/O failure no command turned into a located error still gets one
+        # line with the path and a fix, never a traceback.
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.echo(f"Error: {where}{exc.strerror or exc} (fix: check the path, its permissions and the free "
+                   "disk space)", err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -8,13 +8,14 @@ and byte offset, and what to do.
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import os
 import zlib
 from pathlib import Path
 from typing import Iterator
 
-from .errors import InputError
+from .errors import InputError, ToolkitError
 
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -85,30 +86,193 @@ def iter_lines(path: os.PathLike | str) -> Iterator[tuple[int, str]]:
         yield i, line
 
 
-@contextlib.contextmanager
-def atomic_writer(path: os.PathLike | str):
-    """Yield a binary file handle whose content replaces ``path`` only on success.
+TEMP_SUFFIX = ".tmp"
 
-    The bytes go to a temporary file in the same directory, are flushed and fsynced,
-    then renamed over the target (atomic on POSIX): a crash or Ctrl-C at any point
-    leaves either the old file or the new one, never half of one.
+
+class OutputError(ToolkitError):
+    """A file could not be written: names the path, the cause and the fix (one line)."""
+
+    def __init__(self, message: str, *, path: os.PathLike | str, fix: str) -> None:
+        self.path, self.message, self.fix = str(path), message, fix
+        super().__init__(f"{path}: {message} (fix: {fix})")
+
+
+def _fix_for(exc: OSError, p: Path) -> str:
+    """The sentence that tells the user what to do about a failed write."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"free space on the disk holding {p.parent}, or write somewhere else"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"choose a writable location, or make {p.parent} writable"
+    if exc.errno == errno.EISDIR:
+        return "give a file name, not a directory"
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        return "a part of the path is a file, not a folder: choose another path"
+    if exc.errno == errno.ENOENT:
+        return "check the path: a part of it is not a directory"
+    return "check the path and the disk"
+
+
+def output_error(exc: OSError, path: os.PathLike | str, what: str = "cannot write") -> OutputError:
+    """Turn an ``OSError`` raised while writing ``path`` into a one-line :class:`OutputError`."""
+    p = Path(path)
+    reason = exc.strerror or str(exc)
+    return OutputError(f"{what}: {reason}", path=p, fix=_fix_for(exc, p))
+
+
+def _umask() -> int:
+    # os.umask can only be read by setting it; set it straight back.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _is_stale_temp(name: str, prefix: str = ".") -> bool:
+    """``.NAME.PID.RANDOM.tmp`` whose writer PID is gone.  Another live process's temp file is a
+    write in progress, not a left-over."""
+    if not (name.startswith(prefix) and name.startswith(".") and name.endswith(TEMP_SUFFIX)):
+        return False
+    parts = name[len(prefix):-len(TEMP_SUFFIX)].split(".")
+    if prefix == ".":  # any target name: the pid is the second-to-last dotted part
+        pid_part = parts[-2] if len(parts) >= 3 else ""
+    else:
+        pid_part = parts[0] if parts else ""
+    return not (pid_part.isdigit() and _pid_alive(int(pid_part)))
+
+
+def stale_temp_files(path: os.PathLike | str) -> list:
+    """Temp files of earlier writes of ``path`` whose writer is gone (killed with -9, power loss)."""
+    p = Path(path)
+    if not p.parent.is_dir():
+        return []
+    prefix = f".{p.name}."
+    return sorted(q for q in p.parent.iterdir() if _is_stale_temp(q.name, prefix))
+
+
+def sweep_stale_temp_files(folder: os.PathLike | str) -> int:
+    """Remove every stale atomic-write temp file under ``folder`` (``--force`` on a run folder)."""
+    n = 0
+    root = Path(folder)
+    if not root.is_dir():
+        return 0
+    for q in root.rglob(f".*{TEMP_SUFFIX}"):
+        if q.is_file() and _is_stale_temp(q.name):
+            try:
+                q.unlink()
+                n += 1
+            except OSError:
+                pass
+    return n
+
+
+def remove_stale_temp_files(path: os.PathLike | str) -> int:
+    n = 0
+    for q in stale_temp_files(path):
+        try:
+            q.unlink()
+            n += 1
+        except OSError:
+            pass
+    return n
+
+
+def check_writable(path: os.PathLike | str, *, what: str = "output file", create_parents: bool = True) -> Path:
+    """Check *before* any work that ``path`` can be written; raise a one-line :class:`OutputError` if not.
+
+    Creates missing parent folders (as the write would), refuses a directory, and proves the
+    folder writable by creating and removing a temp file there -- permissions, read-only
+    file systems and a full disk's inode table all show up now rather than after hours of work.
+    Stale temp files of earlier killed writes of ``path`` are removed.
     """
     import tempfile
 
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    if str(path) in ("", "."):
+        raise OutputError(f"no {what} name given", path=path, fix="give a file name")
+    if p.is_dir():
+        raise OutputError(f"is a directory, not an {what}", path=p, fix="give a file name inside it")
+    if p.exists() and not p.is_file():
+        return p  # a device or pipe: written in place (see atomic_writer)
+    probe_dir = p.parent
+    if create_parents:
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise output_error(exc, p, "cannot create the folder") from None
+    else:  # leave nothing behind: probe the nearest folder that exists
+        while not probe_dir.exists() and probe_dir != probe_dir.parent:
+            probe_dir = probe_dir.parent
+        if not probe_dir.is_dir():
+            raise OutputError(f"{probe_dir} is not a folder", path=p, fix="check the path")
+    if p.exists() and not os.access(p, os.W_OK) and not os.access(p.parent, os.W_OK):
+        raise OutputError("the file exists and is read-only", path=p, fix="choose another name, or make it writable")
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=probe_dir)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise output_error(exc, p) from None
+    remove_stale_temp_files(p)
+    return p
+
+
+@contextlib.contextmanager
+def atomic_writer(path: os.PathLike | str):
+    """Yield a binary file handle whose content replaces ``path`` only on success.
+
+    The bytes go to a temporary file ``.NAME.PID.RANDOM.tmp`` in the same directory, are
+    flushed and fsynced, then renamed over the target (atomic on POSIX): a crash or Ctrl-C
+    at any point leaves either the old file or the new one, never half of one.  The temp
+    file is removed on every exit path Python sees; one left by ``kill -9`` is recognised by
+    its dead writer's pid and removed by the next write of the same path.  The file gets
+    the permissions of an ordinary ``open()`` (0666 less the umask), not mkstemp's 0600.
+    Any ``OSError`` (read-only folder, full disk, ...) becomes a one-line :class:`OutputError`.
+    """
+    import tempfile
+
+    p = Path(path)
+    if p.is_dir():
+        raise OutputError("is a directory, not a file", path=p, fix="give a file name inside it")
+    if p.exists() and not p.is_file():
+        # A device or a pipe (/dev/stdout, a FIFO): there is nothing to replace atomically,
+        # and renaming over it would replace the device node itself.
+        try:
+            with open(p, "wb") as fh:
+                yield fh
+        except OSError as exc:
+            raise output_error(exc, p) from None
+        return
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temp_files(p)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=p.parent)
+    except OSError as exc:
+        raise output_error(exc, p) from None
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, p)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and not isinstance(exc, ToolkitError):
+            raise output_error(exc, p) from None
         raise
 
 

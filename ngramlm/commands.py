@@ -14,60 +14,27 @@ from typing import Optional
 import click
 
 from corpora.errors import InputError
+from corpora.options import data_dir_option, json_option, seed_option, tokenizer_options, tokenizer_spec
+from corpora.textio import check_writable
 
 MODEL_SUFFIXES_ARPA = (".arpa", ".arpa.gz", ".lm")
 
 
 # ----------------------------------------------------------------------------- helpers
-def _tokenizer_options(f):
-    f = click.option("--tokenizer", type=click.Choice(["whitespace", "regex", "char", "cjk"]), default=None,
-                     help="How to cut text into tokens (default: the corpus's own, or whitespace).")(f)
-    f = click.option("--lower/--no-lower", default=None, help="Lower-case before tokenizing.")(f)
-    f = click.option("--normalize", type=click.Choice(["NFC", "NFKC", "NFD", "NFKD"]), default=None,
-                     help="Unicode normalisation before tokenizing.")(f)
-    return f
+# One spelling of the shared options (corpora.options); the old local names stay as aliases.
+_tokenizer_options = tokenizer_options
 
 
 def _spec_from_options(tokenizer, lower, normalize, base=None):
-    from corpora.tokenize import TokenizerSpec
-
-    if tokenizer is None and lower is None and normalize is None:
-        return base
-    b = base or TokenizerSpec()
-    return TokenizerSpec(kind=tokenizer or b.kind, lower=b.lower if lower is None else lower,
-                         normalize=normalize if normalize is not None else b.normalize, space_symbol=b.space_symbol)
-
-
-def _read_stdin_to_temp() -> Path:
-    import tempfile
-
-    data = sys.stdin.buffer.read()
-    fd, name = tempfile.mkstemp(prefix="ngramlm-stdin-", suffix=".txt")
-    with open(fd, "wb") as fh:
-        fh.write(data)
-    return Path(name)
+    return tokenizer_spec(tokenizer, lower, normalize, base)
 
 
 def load_sentences(source: str, *, split: str, data_dir: Optional[str], tokenizer_spec) -> tuple[list, object, str]:
-    """Sentences of ``source`` (corpus name, file or '-') and the tokenizer used."""
-    from corpora.corpus import load_corpus, read_sentences
-    from corpora.registry import REGISTRY
-    from corpora.tokenize import TokenizerSpec
+    """Sentences of ``source`` (corpus name, file or '-') and the tokenizer used (see corpora.sources)."""
+    from corpora.sources import read_text_source
 
-    if source in REGISTRY:
-        corpus = load_corpus(source, data_dir=data_dir, tokenizer=tokenizer_spec, splits=(split,))
-        return corpus.sentences(split), corpus.tokenizer, f"{source}:{split}"
-    spec = tokenizer_spec or TokenizerSpec()
-    path = _read_stdin_to_temp() if source == "-" else Path(source)
-    if source != "-" and not path.exists():
-        raise InputError("no such file, and not a corpus name", path=path,
-                         fix=f"pass a text file, '-' for stdin, or one of {', '.join(sorted(REGISTRY))}")
-    try:
-        sents = read_sentences(path, tokenizer=spec)
-    finally:
-        if source == "-":
-            path.unlink(missing_ok=True)
-    return sents, spec, "stdin" if source == "-" else str(path)
+    src = read_text_source(source, split=split, data_dir=data_dir, tokenizer=tokenizer_spec)
+    return src.sentences, src.tokenizer, src.description
 
 
 def load_model(path: str):
@@ -78,6 +45,9 @@ def load_model(path: str):
     p = Path(path)
     if not p.exists():
         raise InputError("no such model file", path=p, fix="check the path, or train one with `ngramlm train`")
+    if p.is_dir():
+        raise InputError("is a directory, not a model file", path=p,
+                         fix="pass the model file inside it (.npz, .arpa or a neural .pt)")
     if looks_like_arpa(p):
         return read_arpa(p)
     return load_native(p)
@@ -136,7 +106,7 @@ def _is_neural(path: str) -> bool:
 @click.option("--vocab", "vocab_path", type=click.Path(dir_okay=False), default=None,
               help="Use this vocabulary file instead of fitting one on the training text.")
 @click.option("--split", default="train", show_default=True, help="Split of a named corpus to train on.")
-@click.option("--data-dir", envvar="NGRAMLM_DATA_DIR", default=None, help="Where named corpora live.")
+@data_dir_option
 @click.option("--model", "model_type", default="ngram", show_default=True,
               type=click.Choice(["ngram", "lstm", "gru", "rnn_tanh", "rnn_relu", "transformer"]),
               help="ngram here; neural models train with `ngramlm neural train --model ...`.")
@@ -151,6 +121,7 @@ def train_cmd(text, output, order, smoothing, add_k, discount, discount_fallback
     from ngramlm.model import NgramLM
 
     check_order(order)
+    check_writable(output, what="model file")  # before any work: a bad path fails now, not after training
     lam = None
     if lambdas:
         try:
@@ -272,8 +243,8 @@ def _prepare_text(model_path, text, split, data_dir, tokenizer, lower, normalize
 @click.argument("model_path", metavar="MODEL")
 @click.argument("text", default="-")
 @click.option("--split", default="test", show_default=True, help="Split of a named corpus.")
-@click.option("--data-dir", envvar="NGRAMLM_DATA_DIR", default=None)
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@data_dir_option
+@json_option
 @_tokenizer_options
 def ppl_cmd(model_path, text, split, data_dir, as_json, tokenizer, lower, normalize):
     """Perplexity of MODEL (n-gram, ARPA or neural checkpoint) on TEXT (file, '-', or corpus name)."""
@@ -307,7 +278,7 @@ def ppl_cmd(model_path, text, split, data_dir, as_json, tokenizer, lower, normal
 @click.argument("text", default="-")
 @click.option("--per-token", is_flag=True, help="One line per predicted token: token, log10 p, matched order, OOV.")
 @click.option("--split", default="test", show_default=True)
-@click.option("--data-dir", envvar="NGRAMLM_DATA_DIR", default=None)
+@data_dir_option
 @_tokenizer_options
 def score_cmd(model_path, text, per_token, split, data_dir, tokenizer, lower, normalize):
     """Per-sentence (log10 prob, then the sentence) or per-token scores of TEXT."""
@@ -337,7 +308,7 @@ def score_cmd(model_path, text, per_token, split, data_dir, tokenizer, lower, no
 @click.option("--num-words", "-n", type=int, default=30, show_default=True)
 @click.option("--prompt", default="", help="Words to start from.")
 @click.option("--temperature", type=float, default=1.0, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@seed_option(default=0, help="Seed of the sampler.")
 @click.option("--sentences", type=int, default=1, show_default=True, help="How many sentences to sample.")
 def generate_cmd(model_path, num_words, prompt, temperature, seed, sentences):
     """Sample text from MODEL (n-gram, ARPA or neural checkpoint)."""
@@ -364,6 +335,7 @@ def export_arpa_cmd(model_path, output):
     """Write MODEL as an ARPA file (readable by KenLM and SRILM)."""
     from ngramlm.arpa import write_arpa
 
+    check_writable(output, what="ARPA file")
     write_arpa(load_model(model_path), output)
     click.echo(f"wrote {output}", err=True)
 
@@ -375,6 +347,7 @@ def import_arpa_cmd(arpa_path, output):
     """Read an ARPA file (e.g. from KenLM's lmplz) into the fast native format."""
     from ngramlm.arpa import read_arpa
 
+    check_writable(output, what="model file")
     lm = read_arpa(arpa_path)
     lm.save(output)
     click.echo(f"{lm!r} -> {output}", err=True)

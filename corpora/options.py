@@ -1,0 +1,66 @@
+"""The command-line options every command shares, spelled and resolved in one place.
+
+``--data-dir`` (env ``NGRAMLM_DATA_DIR``), the tokenizer options (``--tokenizer``,
+``--lower/--no-lower``, ``--normalize``), ``--json``, ``--seed`` and ``--threads``
+mean the same thing in the n-gram, neural, corpus and report commands; a command
+takes them from here instead of declaring its own.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import click
+
+from .datadir import ENV_VAR
+from .tokenize import KINDS, TokenizerSpec
+
+NORMALIZE_CHOICES = ("NFC", "NFKC", "NFD", "NFKD")
+
+
+def data_dir_option(f):
+    return click.option(
+        "--data-dir", envvar=ENV_VAR, type=str, default=None, metavar="DIR",
+        help=f"Folder holding one sub-folder per corpus [env {ENV_VAR}; else ~/.cache/ngramlm/corpora].",
+    )(f)
+
+
+def tokenizer_options(f=None, *, kind_help: str = "How to cut text into tokens (default: the corpus's own; "
+                                                  "whitespace for files and stdin)."):
+    """``--tokenizer KIND``, ``--lower/--no-lower``, ``--normalize FORM`` (all default None: "not given")."""
+    def decorate(f):
+        f = click.option("--normalize", type=click.Choice(NORMALIZE_CHOICES), default=None,
+                         help="Unicode normalisation applied before tokenizing.")(f)
+        f = click.option("--lower/--no-lower", default=None, help="Lower-case before tokenizing.")(f)
+        f = click.option("--tokenizer", type=click.Choice(KINDS), default=None, help=kind_help)(f)
+        return f
+
+    return decorate(f) if f is not None else decorate
+
+
+def tokenizer_spec(kind: Optional[str], lower: Optional[bool], normalize: Optional[str],
+                   base: Optional[TokenizerSpec] = None) -> Optional[TokenizerSpec]:
+    """``base`` (or the whitespace default) with the options given applied; None when none was given."""
+    if kind is None and lower is None and normalize is None:
+        return base
+    spec = base or TokenizerSpec()
+    changes = {}
+    if kind is not None:
+        changes["kind"] = kind
+    if lower is not None:
+        changes["lower"] = lower
+    if normalize is not None:
+        changes["normalize"] = normalize
+    return dataclasses.replace(spec, **changes)
+
+
+def json_option(f):
+    return click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (for machines).")(f)
+
+
+def seed_option(default: int = 1234, help: str = "Random seed."):
+    return click.option("--seed", type=int, default=default, show_default=True, help=help)
+
+
+def threads_option(default: int = 2, help: str = "torch.set_num_threads."):
+    return click.option("--threads", type=click.IntRange(min=1), default=default, show_default=True, help=help)
