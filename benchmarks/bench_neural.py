@@ -20,6 +20,7 @@ import math
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -31,34 +32,32 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from corpora import TokenizerSpec, load_corpus, prepare  # noqa: E402
 from neural.checkpoint import load_model  # noqa: E402
-from neural.config import RNNConfig, TrainConfig  # noqa: E402
+from neural.config import (MODEL_PRESETS, TRAIN_PRESETS, RNNConfig, TrainConfig, TransformerConfig,  # noqa: E402
+                           parse_override, sized)
 from neural.evaluate import evaluate  # noqa: E402
 from neural.models import build_model  # noqa: E402
 from neural.train import Trainer  # noqa: E402
 
 DATA_DIR = os.environ.get("NGRAMLM_DATA_DIR", str(Path(__file__).resolve().parents[2] / "shared" / "corpora"))
 
-# The models the `train` benchmark runs, with the settings chosen from measured throughput
-# (see docs/neural.md): sizes that fit several epochs into the budget on 2 cores.
-_SGD = dict(optimizer="sgd", clip=0.25, batch_size=20, bptt=35, schedule="plateau", lr_decay=0.25,
-            plateau_threshold=0.01, bf16=True)
+# The models the `train` benchmark runs: neural.config's "default" presets (word_language_model's
+# "2 x 200, tied, dropout 0.2" shape: 110.44 test ppl after 6 epochs there; the 4 x 256 Transformer),
+# trained with bf16 where this CPU has native kernels (the trainer probes and falls back to fp32),
+# no early stop (the budget ends the run).  ~7,800 tokens/s with bf16 on 2 cores -> ~2 min per PTB epoch.
+# A measured 2 x 400 / dropout 0.5 run was at 208 valid ppl after its first epoch (3.3 min): too slow.
+def _rnn(cell: str, **train) -> tuple:
+    return ("rnn", sized(MODEL_PRESETS["default"]["rnn"], 0, cell=cell).to_dict(),
+            replace(TRAIN_PRESETS["rnn"], bf16=True, patience=0, **train).to_dict())
+
+
 PRESETS = {
-    # word_language_model's "2 x 200, tied, dropout 0.2" shape (110.44 test ppl after 6 epochs, ~84 after 40 there).
-    # ~7,800 tokens/s with bf16 on 2 cores -> ~2 min per PTB epoch -> ~25-28 epochs in an hour.  A measured
-    # 2 x 400 / dropout 0.5 run was at 208 valid ppl after its first epoch (3.3 min): too slow for the budget.
-    "lstm": ("rnn", dict(cell="lstm", emb_size=200, hidden_size=200, n_layers=2, dropout=0.2, tie_weights=True),
-             dict(_SGD, lr=20.0)),
-    "gru": ("rnn", dict(cell="gru", emb_size=200, hidden_size=200, n_layers=2, dropout=0.2, tie_weights=True),
-            dict(_SGD, lr=20.0)),
+    "lstm": _rnn("lstm"),
+    "gru": _rnn("gru"),
     # Vanilla RNNs diverge at lr 20 (measured: ppl > 10^6 after 150 batches); lr 2 learns.
-    "rnn_tanh": ("rnn", dict(cell="rnn_tanh", emb_size=200, hidden_size=200, n_layers=2, dropout=0.2, tie_weights=True),
-                 dict(_SGD, lr=2.0)),
-    "rnn_relu": ("rnn", dict(cell="rnn_relu", emb_size=200, hidden_size=200, n_layers=2, dropout=0.2, tie_weights=True),
-                 dict(_SGD, lr=2.0)),
-    "transformer": ("transformer", dict(d_model=256, n_layers=4, n_heads=4, d_ff=1024, block_size=128, dropout=0.3,
-                                        positional="learned", tie_weights=True),
-                    dict(optimizer="adamw", lr=1e-3, weight_decay=0.1, clip=1.0, batch_size=32, bptt=128,
-                         batch_scheme="random", schedule="cosine", warmup_steps=200, bf16=True)),
+    "rnn_tanh": _rnn("rnn_tanh", lr=2.0),
+    "rnn_relu": _rnn("rnn_relu", lr=2.0),
+    "transformer": ("transformer", MODEL_PRESETS["default"]["transformer"].to_dict(),
+                    replace(TRAIN_PRESETS["transformer"], warmup_steps=200, bf16=True, patience=0).to_dict()),
 }
 
 
@@ -261,13 +260,8 @@ def _run_one(ds, name: str, minutes: float, out_dir: Path, threads: int, epochs:
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Also write the results as JSON.")
 def train(names, minutes, epochs, threads, out_dir, sets, json_out):
     """Train on PTB within a time budget; report tokens/s, valid and test perplexity."""
-    overrides = {}
-    for s in sets:
-        k, _, v = s.partition("=")
-        try:
-            overrides[k] = json.loads(v)  # numbers, true/false
-        except json.JSONDecodeError:
-            overrides[k] = v  # plain strings such as sgd
+    # Each value is parsed as its config field's type (bf16=False is a bool, lr=10 a float).
+    overrides = dict(parse_override(s, RNNConfig, TransformerConfig, TrainConfig) for s in sets)
     ds = load_ptb()
     results = []
     for name in names:

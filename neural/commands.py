@@ -5,6 +5,7 @@ Also the plain functions the top-level ``ngramlm ppl`` uses:
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -15,40 +16,19 @@ from typing import Optional
 import click
 
 from corpora import load_corpus, prepare
-from corpora.corpus import read_sentences
-from corpora.datadir import ENV_VAR
 from corpora.errors import InputError
 from corpora.registry import REGISTRY
 from corpora.tokenize import KINDS, TokenizerSpec
 
-from .config import CELLS, MODEL_NAMES, RNNConfig, TrainConfig, TransformerConfig
+from corpora.options import data_dir_option, json_option, seed_option, threads_option
+from corpora.textio import check_writable
 
-# Defaults that differ between the two families (an option left unset takes these).
-# Chosen from measured throughput on 2 CPU cores (see docs/neural.md and benchmarks/bench_neural.py).
-FAMILY_DEFAULTS = {
-    "rnn": dict(optimizer="sgd", lr=20.0, schedule="plateau", batch_scheme="sequential", bptt=35, batch_size=20,
-                clip=0.25, dropout=0.2, epochs=40, weight_decay=0.0, layers=2, plateau_threshold=0.01),
-    "transformer": dict(optimizer="adamw", lr=1e-3, schedule="cosine", batch_scheme="random", bptt=None,
-                        batch_size=32, clip=1.0, dropout=0.3, epochs=15, weight_decay=0.1, layers=4,
-                        plateau_threshold=0.0),
-}
-LR_BY_OPTIMIZER = {"sgd": 20.0, "adamw": 1e-3}
-
+from .config import LR_BY_OPTIMIZER, MODEL_NAMES, MODEL_PRESETS, TRAIN_PRESETS, sized
 
 def _set_threads(threads: int) -> None:
     import torch
 
     torch.set_num_threads(threads)
-
-
-def bf16_supported() -> bool:
-    """True where oneDNN has native bfloat16 kernels (AVX512-BF16 / AMX); elsewhere bf16 is emulated and slower."""
-    import torch
-
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
 
 
 def _echo_err(msg: str) -> None:
@@ -69,19 +49,11 @@ def _score_sentences(checkpoint_path, text_path_or_corpus, split, data_dir, voca
                              fix="pass a corpus name or a text file")
         corpus = load_corpus(name, data_dir=data_dir, tokenizer=vocab.tokenizer)
         return corpus.sentences(split), f"{name} ({split})"
-    name = str(text_path_or_corpus)
-    if name == "-":  # standard input, one sentence per line
-        import sys
+    from corpora.sources import read_text_source
 
-        from corpora.tokenize import make_tokenizer
-
-        tokenize = make_tokenizer(vocab.tokenizer or TokenizerSpec())
-        return [tokenize(line) for line in sys.stdin.read().splitlines() if line.strip()], "<stdin>"
-    if name in REGISTRY:
-        corpus = load_corpus(name, data_dir=data_dir, tokenizer=vocab.tokenizer, splits=(split,))
-        return corpus.sentences(split), f"{name} ({split})"
-    spec = vocab.tokenizer or TokenizerSpec()
-    return read_sentences(name, tokenizer=spec, sentence_mode="lines"), name
+    src = read_text_source(str(text_path_or_corpus), split=split, data_dir=data_dir,
+                           tokenizer=vocab.tokenizer)
+    return src.sentences, (f"{src.corpus} ({split})" if src.corpus else src.description)
 
 
 def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optional[str] = None, *,
@@ -157,51 +129,70 @@ def _load_dataset(corpus: str, data_dir, tokenizer, min_count: int, max_vocab: O
     return ds
 
 
+_RNN, _TF = MODEL_PRESETS["default"]["rnn"], MODEL_PRESETS["default"]["transformer"]
+_RNN_TRAIN, _TF_TRAIN = TRAIN_PRESETS["rnn"], TRAIN_PRESETS["transformer"]
+
+
+def _both(field: str, fmt=str) -> str:
+    """'[default: X RNN, Y Transformer]' from the presets (neural.config), so help never drifts from them."""
+    a, b = getattr(_RNN_TRAIN, field), getattr(_TF_TRAIN, field)
+    return f"[default: {fmt(a)} RNN, {fmt(b)} Transformer]"
+
+
 @neural_group.command("train")
 @click.argument("corpus", required=False)
 @click.option("--model", "model_name", type=click.Choice(MODEL_NAMES), default=None,
               help="Architecture [default: lstm; with --resume: the checkpoint's].")
 @click.option("--impl", type=click.Choice(["fused", "scratch"]), default="fused", show_default=True,
               help="fused: PyTorch kernels; scratch: the textbook equations (RNN cells; Transformer attention).")
-@click.option("--data-dir", envvar=ENV_VAR, type=click.Path(file_okay=False), default=None,
-              help=f"Folder holding the corpora [env {ENV_VAR}].")
+@data_dir_option
 @click.option("--tokenizer", type=click.Choice(KINDS), default=None, help="Override the corpus's tokenizer (e.g. char).")
 @click.option("--min-count", type=int, default=1, show_default=True, help="Vocabulary: minimum training count.")
 @click.option("--max-vocab", type=int, default=None, help="Vocabulary: keep at most this many word types.")
 @click.option("--emb-size", type=int, default=None, help="RNN embedding width [default: --hidden-size].")
-@click.option("--hidden-size", type=int, default=200, show_default=True, help="RNN state width.")
-@click.option("--layers", type=int, default=None, help="Layers [default: 2 for RNNs, 4 for the Transformer].")
-@click.option("--dropout", type=float, default=None, help="Dropout [default: 0.2 RNN, 0.3 Transformer].")
+@click.option("--hidden-size", type=int, default=_RNN.hidden_size, show_default=True, help="RNN state width.")
+@click.option("--layers", type=int, default=None,
+              help=f"Layers [default: {_RNN.n_layers} for RNNs, {_TF.n_layers} for the Transformer].")
+@click.option("--dropout", type=float, default=None,
+              help=f"Dropout [default: {_RNN.dropout} RNN, {_TF.dropout} Transformer].")
 @click.option("--tie/--no-tie", default=True, show_default=True, help="Tie input and output embeddings.")
-@click.option("--d-model", type=int, default=256, show_default=True, help="Transformer width.")
-@click.option("--heads", type=int, default=4, show_default=True, help="Transformer attention heads (divide --d-model).")
+@click.option("--d-model", type=int, default=_TF.d_model, show_default=True, help="Transformer width.")
+@click.option("--heads", type=int, default=_TF.n_heads, show_default=True,
+              help="Transformer attention heads (divide --d-model).")
 @click.option("--d-ff", type=int, default=None, help="Transformer feed-forward width [default: 4 x --d-model].")
-@click.option("--block-size", type=int, default=128, show_default=True, help="Transformer context window.")
-@click.option("--positional", type=click.Choice(["sinusoidal", "learned"]), default="learned", show_default=True)
-@click.option("--epochs", type=int, default=None, help="Maximum epochs [default: 40 RNN, 15 Transformer].")
-@click.option("--time-budget", type=float, default=None, help="Stop after this many minutes (validates and checkpoints).")
-@click.option("--batch-size", type=int, default=None, help="Rows per batch [default: 20 RNN, 32 Transformer].")
-@click.option("--bptt", type=int, default=None, help="Tokens per row per batch [default: 35 RNN, --block-size Transformer].")
+@click.option("--block-size", type=int, default=_TF.block_size, show_default=True, help="Transformer context window.")
+@click.option("--positional", type=click.Choice(["sinusoidal", "learned"]), default=_TF.positional, show_default=True)
+@click.option("--epochs", type=int, default=None, help="Maximum epochs " + _both("epochs") + ".")
+@click.option("--time-budget", type=float, default=None,
+              help="Wall-clock minutes for the whole command: loading, training, validation and the test pass.")
+@click.option("--batch-size", type=int, default=None, help="Rows per batch " + _both("batch_size") + ".")
+@click.option("--bptt", type=int, default=None, help=f"Tokens per row per batch [default: {_RNN_TRAIN.bptt} RNN, "
+                                                      "--block-size Transformer].")
 @click.option("--batch-scheme", type=click.Choice(["sequential", "random"]), default=None,
               help="sequential: carry state across batches (truncated BPTT); random: random offsets, fresh state "
-                   "[default: sequential RNN, random Transformer].")
-@click.option("--optimizer", type=click.Choice(["sgd", "adamw"]), default=None, help="[default: sgd RNN, adamw Transformer]")
+                   + _both("batch_scheme") + ".")
+@click.option("--optimizer", type=click.Choice(["sgd", "adamw"]), default=None, help=_both("optimizer"))
 @click.option("--lr", type=float, default=None, help="Learning rate [default: 20 for sgd, 1e-3 for adamw].")
 @click.option("--momentum", type=float, default=0.0, show_default=True, help="SGD momentum.")
-@click.option("--weight-decay", type=float, default=None, help="[default: 0 RNN, 0.1 Transformer]")
-@click.option("--clip", type=float, default=None, help="Max global gradient norm, 0 = off [default: 0.25 RNN, 1 Transformer].")
+@click.option("--weight-decay", type=float, default=None, help=_both("weight_decay", "{:g}".format))
+@click.option("--clip", type=float, default=None, help="Max global gradient norm, 0 = off " + _both("clip", "{:g}".format) + ".")
 @click.option("--schedule", type=click.Choice(["plateau", "cosine", "constant"]), default=None,
-              help="plateau: lr x --lr-decay when valid ppl stalls; cosine: warmup + cosine [default: plateau RNN, cosine Transformer].")
-@click.option("--lr-decay", type=float, default=0.25, show_default=True, help="Plateau: lr factor when valid ppl stalls.")
+              help="plateau: lr x --lr-decay when valid ppl stalls; cosine: warmup + cosine " + _both("schedule") + ".")
+@click.option("--lr-decay", type=float, default=_RNN_TRAIN.lr_decay, show_default=True,
+              help="Plateau: lr factor when valid ppl stalls.")
 @click.option("--plateau-threshold", type=float, default=None,
-              help="Plateau: relative valid-ppl gain an epoch needs to count as progress [default: 0.01 RNN, 0 Transformer].")
-@click.option("--warmup", type=int, default=None, help="Cosine warmup steps [default: 100 for cosine].")
-@click.option("--patience", type=int, default=3, show_default=True, help="Early stop after this many epochs without improvement (0 = never).")
+              help="Plateau: relative valid-ppl gain an epoch needs to count as progress "
+                   + _both("plateau_threshold", "{:g}".format) + ".")
+@click.option("--warmup", type=int, default=None,
+              help=f"Cosine warmup steps [default: {_TF_TRAIN.warmup_steps} for cosine].")
+@click.option("--patience", type=int, default=_RNN_TRAIN.patience, show_default=True,
+              help="Early stop after this many epochs without improvement (0 = never).")
 @click.option("--eval-batch-size", type=int, default=1, show_default=True, help="Rows in the validation pass (1 = exact full history).")
 @click.option("--bf16/--no-bf16", default=None,
-              help="bfloat16 autocast of the matmuls [default: on where the CPU has native bf16 (AVX512-BF16/AMX)].")
-@click.option("--seed", type=int, default=1234, show_default=True)
-@click.option("--threads", type=int, default=2, show_default=True, help="torch.set_num_threads.")
+              help="bfloat16 autocast of the matmuls [default: on where the CPU has native bf16 (AVX512-BF16/AMX); "
+                   "probed, falls back to float32 with a note where its kernels are missing].")
+@seed_option()
+@threads_option()
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Checkpoint file [default: runs/CORPUS-MODEL.pt].")
 @click.option("--resume", type=click.Path(dir_okay=False), default=None, help="Continue the run saved in this checkpoint.")
 @click.option("--dry-run", is_flag=True, help="Train one batch, validate on a prefix, write the checkpoint, stop.")
@@ -215,12 +206,20 @@ def train_cmd(corpus, model_name, impl, data_dir, tokenizer, min_count, max_voca
 
     CORPUS defaults to the toy corpus, or with --resume to the corpus the run was trained on.
     """
+    t_command = time.perf_counter()  # a --time-budget covers the whole command, loading included
     _set_threads(threads)
     from .checkpoint import best_path, load_checkpoint, load_model
     from .evaluate import evaluate
     from .models import build_model, model_kind
+    from .precision import choose_precision
     from .train import Trainer
 
+    # Where the model goes is checked before anything is loaded or trained.
+    if out is None and not resume:
+        out = os.path.join("runs", f"{Path(corpus or 'toy').stem}-{model_name or 'lstm'}.pt")
+    if out is not None:
+        check_writable(out, what="checkpoint")
+        check_writable(best_path(out), what="checkpoint")
     if corpus is None:
         corpus = "toy"
         if resume:
@@ -231,81 +230,96 @@ def train_cmd(corpus, model_name, impl, data_dir, tokenizer, min_count, max_voca
     ds = _load_dataset(corpus, data_dir, tokenizer, min_count, max_vocab)
     data_info = {"corpus": corpus, "tokenizer": ds.vocab.tokenizer.to_dict() if ds.vocab.tokenizer else None,
                  "train_tokens": ds["train"].n_tokens}
+    has_test = "test" in ds.encoded and ds["test"].n_tokens > 0
+    # The test pass after training is part of the budget: the trainer leaves time for it.
+    budget_kw = dict(clock_start=t_command, reserve_tokens=ds["test"].n_tokens if has_test and not dry_run else 0)
     if resume:
+        check_writable(out or resume, what="checkpoint")
         overrides = {k: v for k, v in dict(epochs=epochs, time_budget=time_budget).items() if v is not None}
+        if bf16 is not None:
+            overrides["bf16"] = bf16
         if dry_run:
             overrides["max_batches"] = 1
         trainer = Trainer.resume(resume, ds["train"].ids, ds["valid"].ids, vocab=ds.vocab, expect_name=model_name,
                                  overrides=overrides, out=out or resume, progress=progress, log=_echo_err,
-                                 data_info=data_info)
+                                 data_info=data_info, **budget_kw)
         _echo_err(f"resuming {resume} at epoch {trainer.position['epoch'] + 1}, batch {trainer.position['batch']} "
                   f"(step {trainer.step}, best valid ppl {trainer.best_val_ppl:.2f})")
     else:
         model_name = model_name or "lstm"
         kind = model_kind(model_name)
-        fam = FAMILY_DEFAULTS[kind]
-        optimizer = optimizer or fam["optimizer"]
-        dropout = fam["dropout"] if dropout is None else dropout
+        preset, recipe = MODEL_PRESETS["default"][kind], TRAIN_PRESETS[kind]
+        optimizer = optimizer or recipe.optimizer
+        dropout = preset.dropout if dropout is None else dropout
         if kind == "rnn":
-            cfg = RNNConfig(vocab_size=len(ds.vocab), cell=model_name, impl=impl, emb_size=emb_size or hidden_size,
-                            hidden_size=hidden_size, n_layers=layers or fam["layers"], dropout=dropout, tie_weights=tie)
+            cfg = sized(preset, len(ds.vocab), cell=model_name, impl=impl, emb_size=emb_size or hidden_size,
+                        hidden_size=hidden_size, n_layers=layers or preset.n_layers, dropout=dropout, tie_weights=tie)
         else:
-            cfg = TransformerConfig(vocab_size=len(ds.vocab), d_model=d_model, n_layers=layers or fam["layers"], n_heads=heads,
-                                    d_ff=d_ff or 4 * d_model, block_size=block_size, dropout=dropout,
-                                    positional=positional, attention="scratch" if impl == "scratch" else "sdpa",
-                                    tie_weights=tie)
-        resolved_schedule = schedule or fam["schedule"]
-        tcfg = TrainConfig(
-            epochs=1 if dry_run else (epochs or fam["epochs"]),
-            batch_size=batch_size or fam["batch_size"],
-            bptt=bptt or fam["bptt"] or block_size,
-            batch_scheme=batch_scheme or fam["batch_scheme"],
+            cfg = sized(preset, len(ds.vocab), d_model=d_model, n_layers=layers or preset.n_layers, n_heads=heads,
+                        d_ff=d_ff or 4 * d_model, block_size=block_size, dropout=dropout, positional=positional,
+                        attention="scratch" if impl == "scratch" else "sdpa", tie_weights=tie)
+        resolved_schedule = schedule or recipe.schedule
+        precision = choose_precision(bf16)
+        _echo_err(f"precision: {precision.reason}")
+        tcfg = dataclasses.replace(
+            recipe,
+            epochs=1 if dry_run else (epochs or recipe.epochs),
+            batch_size=batch_size or recipe.batch_size,
+            bptt=bptt or (recipe.bptt if kind == "rnn" else block_size),
+            batch_scheme=batch_scheme or recipe.batch_scheme,
             optimizer=optimizer,
-            lr=lr if lr is not None else (fam["lr"] if optimizer == fam["optimizer"] else LR_BY_OPTIMIZER[optimizer]),
+            lr=lr if lr is not None else (recipe.lr if optimizer == recipe.optimizer else LR_BY_OPTIMIZER[optimizer]),
             momentum=momentum,
-            weight_decay=fam["weight_decay"] if weight_decay is None else weight_decay,
-            clip=fam["clip"] if clip is None else clip,
+            weight_decay=recipe.weight_decay if weight_decay is None else weight_decay,
+            clip=recipe.clip if clip is None else clip,
             schedule=resolved_schedule,
             lr_decay=lr_decay,
-            plateau_threshold=fam["plateau_threshold"] if plateau_threshold is None else plateau_threshold,
-            warmup_steps=(100 if resolved_schedule == "cosine" else 0) if warmup is None else warmup,
+            plateau_threshold=recipe.plateau_threshold if plateau_threshold is None else plateau_threshold,
+            warmup_steps=(TRAIN_PRESETS["transformer"].warmup_steps if resolved_schedule == "cosine" else 0)
+            if warmup is None else warmup,
             patience=patience,
             seed=seed,
             time_budget=time_budget,
             eval_batch_size=eval_batch_size,
             max_batches=1 if dry_run else None,
-            bf16=bf16_supported() if bf16 is None else bf16,
+            bf16=precision.bf16,
         )
         tcfg.validate()
         model = build_model(kind, cfg, seed=seed)
-        out = out or os.path.join("runs", f"{Path(corpus).stem}-{model_name}.pt")
         trainer = Trainer(model, ds.vocab, ds["train"].ids, ds["valid"].ids, tcfg, out=out, progress=progress,
-                          log=_echo_err, data_info=data_info)
+                          log=_echo_err, data_info=data_info, **budget_kw)
         _echo_err(f"{model.describe()}\n{tcfg}\ncorpus {corpus}: {ds['train'].n_tokens:,} training tokens, "
                   f"{ds.vocab.n_types:,} types -> {out}")
     result = trainer.fit()
     _echo_err(f"stopped: {result.stopped} after {result.epochs_done:.2f} epochs, {result.steps} steps, "
               f"{result.seconds:.1f} s, {result.tokens_per_second:,.0f} tokens/s; best valid ppl {result.best_val_ppl:.2f}")
     if result.stopped == "interrupted":
-        _echo_err(f"continue with: ngramlm neural train {corpus} --resume {trainer.out}")
-        return
-    if "test" in ds.encoded and ds["test"].n_tokens:
+        _echo_err(f"interrupted; the checkpoint is {trainer.out}. Continue with: "
+                  f"ngramlm neural train {corpus} --resume {trainer.out}")
+        raise SystemExit(130)
+    if has_test:
         best = best_path(trainer.out)
         model = load_model(best)[0] if best.exists() else trainer.model
         test = evaluate(model, ds["test"].ids, batch_size=eval_batch_size,
                         max_tokens=2000 if dry_run else None)
         click.echo(f"test: {test.n_predicted:,} tokens predicted, log-prob {test.log10_prob:.2f} (log10), "
                    f"ppl {test.ppl:.2f}, {test.bits_per_token:.4f} bits/token")
+    if time_budget is not None:
+        used = time.perf_counter() - t_command
+        _echo_err(f"time budget {time_budget:g} min, used {used / 60:.2f} min ({100 * (used / (60 * time_budget) - 1):+.0f} %)")
+    if trainer.write_failure:
+        # Training succeeded but its --out could not be written: say where the model is, exit non-zero.
+        raise click.ClickException(trainer.write_failure)
 
 
 @neural_group.command("ppl")
 @click.argument("checkpoint", type=click.Path(dir_okay=False))
 @click.argument("text_or_corpus", required=False)
 @click.option("--split", default="test", show_default=True, help="Split of a registered corpus.")
-@click.option("--data-dir", envvar=ENV_VAR, type=click.Path(file_okay=False), default=None)
+@data_dir_option
 @click.option("--batch-size", type=int, default=1, show_default=True, help="Rows scored in parallel (1 = full history).")
-@click.option("--threads", type=int, default=2, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@threads_option()
+@json_option
 def ppl_cmd(checkpoint, text_or_corpus, split, data_dir, batch_size, threads, as_json):
     """Perplexity of CHECKPOINT on a corpus split or a text file [default: its training corpus]."""
     summary = ppl_summary(checkpoint, text_or_corpus, split=split, data_dir=data_dir, batch_size=batch_size,
@@ -323,9 +337,9 @@ def ppl_cmd(checkpoint, text_or_corpus, split, data_dir, batch_size, threads, as
 @click.option("--temperature", type=float, default=1.0, show_default=True)
 @click.option("--top-k", type=int, default=None, help="Sample among the k most probable tokens.")
 @click.option("-n", "--num", type=int, default=1, show_default=True, help="Samples (or beam hypotheses) to print.")
-@click.option("--seed", type=int, default=None, help="Seed for sampling.")
+@click.option("--seed", type=int, default=None, help="Seed for sampling [default: a random one].")
 @click.option("--stop-at-eos/--no-stop-at-eos", default=True, show_default=True, help="End a sample at </s>.")
-@click.option("--threads", type=int, default=2, show_default=True)
+@threads_option()
 def generate_cmd(checkpoint, prompt, strategy, max_len, beam_size, alpha, temperature, top_k, num, seed,
                  stop_at_eos, threads):
     """Generate text from CHECKPOINT."""

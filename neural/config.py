@@ -9,7 +9,8 @@ This module does not import torch.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+import typing
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Optional
 
 from corpora.errors import InputError
@@ -96,8 +97,8 @@ class TransformerConfig(_Config):
     n_heads: int = 4  # must divide d_model
     d_ff: int = 1024  # hidden width of the feed-forward block
     block_size: int = 128  # longest context the model attends over (positions 0 .. block_size-1)
-    dropout: float = 0.1
-    positional: str = "sinusoidal"  # sinusoidal | learned
+    dropout: float = 0.3
+    positional: str = "learned"  # learned | sinusoidal
     attention: str = "sdpa"  # sdpa: torch's scaled_dot_product_attention; scratch: explicit masked softmax
     tie_weights: bool = True
 
@@ -175,3 +176,90 @@ class TrainConfig(_Config):
             raise InputError(f"--time-budget must be > 0 minutes, got {self.time_budget}", fix="omit it for no limit")
         if self.max_batches is not None:
             _positive("max_batches", self.max_batches, "--max-batches")
+
+
+# ---------------------------------------------------------------------------- presets
+# The one place the neural defaults live.  `ngramlm neural train` starts from the
+# "default" size and the family's training recipe; `ngramlm compare` picks a size and a
+# compare recipe; benchmarks/bench_neural.py starts from the same instances.  ``vocab_size``
+# is 0 in a preset: it is set from the vocabulary when a model is built (``sized()``).
+
+def sized(config, vocab_size: int, **changes):
+    """A copy of a preset config with the vocabulary size (and other fields) filled in."""
+    return replace(config, vocab_size=vocab_size, **changes)
+
+
+MODEL_PRESETS = {
+    "tiny": {"rnn": RNNConfig(vocab_size=0, emb_size=32, hidden_size=32, n_layers=1, dropout=0.0),
+             "transformer": TransformerConfig(vocab_size=0, d_model=32, n_layers=1, n_heads=2, d_ff=64,
+                                              block_size=32, dropout=0.0)},
+    "small": {"rnn": RNNConfig(vocab_size=0, emb_size=128, hidden_size=128, n_layers=1, dropout=0.1),
+              "transformer": TransformerConfig(vocab_size=0, d_model=128, n_layers=2, n_heads=4, d_ff=512,
+                                               block_size=64, dropout=0.1)},
+    # word_language_model's 2 x 200 tied LSTM; a 4 x 256 pre-norm Transformer (docs/neural.md).
+    "default": {"rnn": RNNConfig(vocab_size=0), "transformer": TransformerConfig(vocab_size=0)},
+}
+
+# How each family trains by default (`ngramlm neural train`).  Chosen from measured
+# throughput on 2 CPU cores (docs/neural.md).  A Transformer's bptt is its block size.
+TRAIN_PRESETS = {
+    "rnn": TrainConfig(epochs=40, batch_size=20, bptt=35, batch_scheme="sequential", optimizer="sgd", lr=20.0,
+                       clip=0.25, schedule="plateau", plateau_threshold=0.01, weight_decay=0.0),
+    "transformer": TrainConfig(epochs=15, batch_size=32, bptt=128, batch_scheme="random", optimizer="adamw", lr=1e-3,
+                               clip=1.0, schedule="cosine", warmup_steps=100, weight_decay=0.1),
+}
+# The default learning rate of an optimizer chosen against the family's default.
+LR_BY_OPTIMIZER = {"sgd": 20.0, "adamw": 1e-3}
+
+# `ngramlm compare` trains under a wall-clock budget, so it changes three things: the
+# Transformer's rate is constant (a cosine schedule must know its length in advance;
+# small models take 2e-3), validation between epochs scores 8 rows in parallel (cheap
+# on small subsets; the reported numbers come from a separate full-history pass), and
+# mid-epoch checkpoints come every 2 minutes.
+COMPARE_TRAIN_PRESETS = {
+    "rnn": replace(TRAIN_PRESETS["rnn"], eval_batch_size=8, checkpoint_minutes=2.0),
+    "transformer": replace(TRAIN_PRESETS["transformer"], schedule="constant", warmup_steps=0, lr=2e-3,
+                           eval_batch_size=8, checkpoint_minutes=2.0),
+}
+
+
+def _field_type(cls, name: str):
+    hints = typing.get_type_hints(cls)
+    t = hints[name]
+    args = [a for a in typing.get_args(t) if a is not type(None)]
+    return (args[0] if args else t), type(None) in typing.get_args(t)
+
+
+def parse_override(text: str, *classes) -> tuple:
+    """``"key=value"`` -> ``(key, value)`` with the value parsed as the config field's type.
+
+    ``bf16=False`` is the bool False (not the string), ``lr=1e-3`` a float, ``time_budget=none``
+    None where the field is optional.  An unknown key or a value that does not parse is an
+    InputError naming the key, the type and the known keys.
+    """
+    key, sep, raw = text.partition("=")
+    key, raw = key.strip(), raw.strip()
+    owners = [c for c in classes if key in {f.name for f in fields(c)}]
+    if not sep or not owners:
+        known = sorted({f.name for c in classes for f in fields(c)} - {"vocab_size"})
+        raise InputError(f"cannot use --set {text!r}: " + ("expected key=value" if not sep else f"unknown key {key!r}"),
+                         fix=f"use one of: {', '.join(known)}")
+    typ, optional = _field_type(owners[0], key)
+    low = raw.lower()
+    if optional and low in ("none", "null", ""):
+        return key, None
+    try:
+        if typ is bool:
+            if low in ("true", "1", "yes", "on"):
+                return key, True
+            if low in ("false", "0", "no", "off"):
+                return key, False
+            raise ValueError(raw)
+        if typ is int:
+            return key, int(raw)
+        if typ is float:
+            return key, float(raw)
+        return key, raw
+    except ValueError:
+        raise InputError(f"--set {key}={raw}: {key} takes a {typ.__name__}", fix=(
+            f"use e.g. --set {key}=true" if typ is bool else f"use e.g. --set {key}=2")) from None

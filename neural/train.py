@@ -13,8 +13,12 @@ schedule state and the RNG state, and the batches of an epoch are a function of
 same weights.
 
 Stopping: Ctrl-C or SIGTERM (once) finishes the current batch, writes the checkpoint
-and returns; a second Ctrl-C aborts at once.  ``time_budget`` stops when the next
-validation pass would overrun the budget, then validates and writes the checkpoint.
+and returns; a second Ctrl-C aborts at once.  ``time_budget`` is wall-clock time for
+everything the model costs: it starts at ``clock_start`` (the caller's start, so data
+loading counts) and covers training, the validation passes and the final scoring of
+``reserve_tokens`` tokens the caller announces.  The trainer times one batch and an
+evaluation probe, and stops when the next batch plus the final validation plus that
+reserve would overrun the budget; then it validates and writes the checkpoint.
 A non-finite loss or gradient stops with :class:`TrainingDiverged` and leaves the
 last good checkpoint untouched.
 """
@@ -35,7 +39,7 @@ import torch
 from tqdm import tqdm
 
 from corpora.errors import ToolkitError
-from corpora.textio import atomic_write_bytes
+from corpora.textio import OutputError, atomic_write_bytes
 from corpora.vocab import Vocab
 
 from .base import LanguageModel
@@ -69,6 +73,22 @@ class TrainResult:
         return self.tokens / self.seconds if self.seconds > 0 else 0.0
 
 
+def rescue_path(out: os.PathLike | str) -> Path:
+    """Where a checkpoint goes when its own path cannot be written: ``runs/rescued/`` beside the
+    working folder, else the system temp folder."""
+    import tempfile
+
+    name = Path(out).name or "model.pt"
+    for folder in (Path("runs") / "rescued", Path(tempfile.gettempdir()) / "ngramlm-rescued"):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            if os.access(folder, os.W_OK):
+                return folder / name
+        except OSError:
+            continue
+    return Path(tempfile.gettempdir()) / name
+
+
 def make_optimizer(model: LanguageModel, cfg: TrainConfig) -> torch.optim.Optimizer:
     params = [p for p in model.parameters() if p.requires_grad]
     if cfg.optimizer == "sgd":
@@ -86,7 +106,8 @@ class Trainer:
     def __init__(self, model: LanguageModel, vocab: Vocab, train_ids: np.ndarray, valid_ids: np.ndarray,
                  config: TrainConfig, *, out: Optional[os.PathLike | str] = None, progress: bool = True,
                  log: Optional[Callable[[str], None]] = None, data_info: Optional[dict] = None,
-                 on_batch_end: Optional[Callable[["Trainer", int], None]] = None) -> None:
+                 on_batch_end: Optional[Callable[["Trainer", int], None]] = None,
+                 reserve_tokens: int = 0, clock_start: Optional[float] = None) -> None:
         config.validate()
         self.model, self.vocab, self.cfg = model, vocab, config
         self.train_stream = with_start(train_ids)
@@ -96,6 +117,11 @@ class Trainer:
         self.log = log or logger.info
         self.data_info = data_info or {}
         self.on_batch_end = on_batch_end
+        # Budget accounting: tokens the caller scores (full history) after training, and the
+        # perf_counter() value the budget is measured from (None: the start of fit()).
+        self.reserve_tokens = int(reserve_tokens)
+        self.clock_start = clock_start
+        self.autocast = False  # bf16 autocast actually used (resolved in fit(): probed once per machine)
         self.optimizer = make_optimizer(model, config)
         # Mutable training state -- everything a checkpoint must hold to continue exactly.
         self.position = {"epoch": 0, "batch": 0}
@@ -110,6 +136,7 @@ class Trainer:
         self._resumed = False
         self._stop_requested = False
         self._eval_seconds = 0.0
+        self.write_failure: Optional[str] = None  # set when --out could not be written (see save())
         # Training seconds of earlier fit() calls (a resumed run's), so the history and the
         # checkpoint count the whole run's time, also when it was interrupted inside an epoch.
         self.seconds_done = 0.0
@@ -161,7 +188,7 @@ class Trainer:
             "tokens": self.tokens,
             "best_val_ppl": self.best_val_ppl,
             "history": list(self.history),
-            "seconds": round(self.elapsed(), 2),
+            "seconds": self.elapsed(),  # unrounded: resumed runs add it to their own time
             "rng": {"torch": torch.get_rng_state()},
             "carry_state": None if self.carry_state is None else tuple(s.detach().clone() for s in self.carry_state),
             "data": dict(self.data_info),
@@ -171,9 +198,19 @@ class Trainer:
         if self.out is None:
             return
         data = checkpoint_bytes(self.model, self.vocab, self.training_state())
-        atomic_write_bytes(self.out, data)
-        if best:
-            atomic_write_bytes(best_path(self.out), data)
+        try:
+            atomic_write_bytes(self.out, data)
+            if best:
+                atomic_write_bytes(best_path(self.out), data)
+        except OutputError as exc:
+            # The destination went bad during training (disk full, unmounted, permissions):
+            # never lose the trained weights.  Save them in a rescue folder and go on there.
+            rescue = rescue_path(self.out)
+            atomic_write_bytes(rescue, data)
+            atomic_write_bytes(best_path(rescue), data)
+            self.write_failure = f"{exc}; the checkpoint was saved to {rescue} instead"
+            self.log(f"error: {self.write_failure}")
+            self.out = rescue
         self.last_good = f"{self.out} (epoch {self.position['epoch']}, batch {self.position['batch']})"
 
     # ------------------------------------------------------------------ schedule
@@ -237,6 +274,29 @@ class Trainer:
         self._eval_seconds = time.perf_counter() - t0
         return result.ppl
 
+    # ------------------------------------------------------------------ the budget
+    def _probe_eval_rates(self) -> None:
+        """Tokens/s of the validation pass and of the caller's full-history scoring, timed on a
+        prefix of the validation text, so the budget can leave room for them before they happen."""
+        model = self.model
+        n = int(min(len(self.valid_ids), 4 * model.eval_chunk_len() * max(1, self.cfg.eval_batch_size), 4000))
+        if n < 2:
+            self._val_rate = self._score_rate = math.inf
+            return
+        prefix = self.valid_ids[:n]
+        t0 = time.perf_counter()
+        evaluate(model, prefix, batch_size=self.cfg.eval_batch_size)
+        t1 = time.perf_counter()
+        evaluate(model, prefix, batch_size=1) if self.reserve_tokens else None
+        t2 = time.perf_counter()
+        self._val_rate = n / max(t1 - t0, 1e-6)
+        self._score_rate = n / max(t2 - t1, 1e-6) if self.reserve_tokens else math.inf
+
+    def _final_cost(self) -> float:
+        """Seconds the run still needs after the last batch: one validation pass and the caller's scoring."""
+        val = (self._eval_seconds if self._eval_seconds else len(self.valid_ids) / self._val_rate)
+        return val + self.reserve_tokens / self._score_rate
+
     def fit(self) -> TrainResult:
         cfg, model = self.cfg, self.model
         if not self._resumed and self.step == 0:
@@ -244,10 +304,36 @@ class Trainer:
         previous_handlers = self._install_signal_handlers()
         t_start = self._fit_t0 = time.perf_counter()
         budget_s = None if cfg.time_budget is None else cfg.time_budget * 60.0
+        # The budget clock starts at the caller's clock_start (e.g. the command's start).
+        clock0 = t_start if self.clock_start is None else self.clock_start
+        self._val_rate = self._score_rate = math.inf
+        if budget_s is not None:
+            self._probe_eval_rates()
+        batch_s = 0.0  # the slowest recent batch (seconds), for "does one more batch fit?"
+
+        step_at_start = self.step
+
+        def over_budget(now: float) -> bool:
+            # Every fit trains at least one batch, so there is a model to validate and score.
+            return (budget_s is not None and self.step > step_at_start
+                    and now - clock0 + batch_s + self._final_cost() > budget_s)
+
+        if budget_s is not None and time.perf_counter() - clock0 + self._final_cost() > budget_s:
+            self.log(f"note: the time budget ({budget_s:.0f} s) is less than loading plus the evaluation alone "
+                     f"needs (about {time.perf_counter() - clock0 + self._final_cost():.0f} s): one batch is "
+                     "trained and the run will overshoot")
         last_save = t_start
         stopped = None
         last_val = None
         tokens_at_start = self.tokens
+        self.autocast = False
+        if cfg.bf16:
+            from .precision import choose_precision
+
+            choice = choose_precision(True)
+            self.autocast = choice.bf16
+            if not choice.bf16:
+                self.log(choice.reason)
         per_epoch = self._batches_per_epoch()
         total_steps = per_epoch * cfg.epochs
         params = [p for p in model.parameters() if p.requires_grad]
@@ -263,12 +349,17 @@ class Trainer:
                 bar = tqdm(total=n, initial=self.position["batch"], desc=f"epoch {epoch + 1}/{cfg.epochs}",
                            unit="batch", disable=not self.progress, dynamic_ncols=True, leave=False)
                 window_loss, window_tokens, window_t0 = 0.0, 0, time.perf_counter()
+                trained_this_epoch = False
                 for k in range(self.position["batch"], n):
+                    if over_budget(time.perf_counter()):
+                        stopped = "time_budget"
+                        break
+                    t_batch = time.perf_counter()
                     x, y = batches[k]
                     lr = self._lr_now(total_steps)
                     for group in self.optimizer.param_groups:
                         group["lr"] = lr
-                    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.bf16):
+                    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.autocast):
                         _, loss, state = model(x, y, state if carries else None, need_logits=False)
                     loss_value = loss.item()
                     if not math.isfinite(loss_value):
@@ -282,6 +373,7 @@ class Trainer:
                     self.optimizer.step()
                     state = detach_state(state) if carries else None
                     self.step += 1
+                    trained_this_epoch = True
                     self.tokens += y.numel()
                     self.position["batch"] = k + 1
                     window_loss += loss_value * y.numel()
@@ -299,13 +391,15 @@ class Trainer:
                     if self._stop_requested:
                         stopped = "interrupted"
                         break
-                    if budget_s is not None and now - t_start + self._eval_seconds > budget_s:
-                        stopped = "time_budget"
-                        break
+                    # The max of the last batch and a decayed memory of slower ones: one slow batch
+                    # (a page fault, a busy core) should not be forgotten at once.
+                    batch_s = max(now - t_batch, 0.9 * batch_s)
                     if self.out is not None and now - last_save > cfg.checkpoint_minutes * 60 and k + 1 < n:
                         self.save()
                         last_save = now
                 bar.close()
+                if stopped == "time_budget" and not trained_this_epoch:
+                    break  # nothing trained since the last validation and checkpoint: do not repeat them
                 epoch_done = self.position["batch"] >= n
                 if stopped == "interrupted" and not epoch_done:
                     self.save()
@@ -320,7 +414,7 @@ class Trainer:
                 fraction = epoch + self.position["batch"] / n
                 lr_used = self.optimizer.param_groups[0]["lr"]
                 self.history.append({"epoch": round(fraction, 4), "step": self.step, "val_ppl": val, "lr": lr_used,
-                                     "seconds": round(self.elapsed(), 2)})
+                                     "seconds": self.elapsed()})
                 if epoch_done:
                     self._end_of_epoch_schedule(improved)
                     self.position = {"epoch": epoch + 1, "batch": 0}

@@ -26,7 +26,7 @@ from typing import Callable, Optional
 
 
 from corpora.errors import InputError
-from corpora.textio import atomic_write_text
+from corpora.textio import atomic_write_text, check_writable, sweep_stale_temp_files
 
 from . import analysis
 from .cache import Cache
@@ -196,7 +196,7 @@ class Run:
         for name in to_train:
             ns = neural_settings(name, s.neural_size, budget, s.seed, len(d.vocab))
             row = self._cached_or("neural", ns, lambda key, n=name, ns=ns: neural_row(
-                n, ns, d, self.cache.checkpoint(key), log=self.log if self.verbose else None))
+                n, ns, d, self.cache.checkpoint(key), log=self.log if self.verbose else None, warn=self.log))
             self.checkpoints[row["id"]] = self.cache.checkpoint(row["key"])
             self.results["neural"].append(row)
 
@@ -240,7 +240,8 @@ class Run:
                 ns = neural_settings(best["model"], s.neural_size, budget, s.seed, len(d.vocab), fraction=f)
                 row = self._cached_or("neural", ns, lambda key, ns=ns, f=f: neural_row(
                     best["model"], ns, d, self.cache.checkpoint(key), train=subsets[f],
-                    log=self.log if self.verbose else None, row_id=f"{best['model']}@{f:g}"), keep_arrays=False)
+                    log=self.log if self.verbose else None, row_id=f"{best['model']}@{f:g}", warn=self.log),
+                    keep_arrays=False)
                 pts.append(self._curve_point(row, f))
             label = f"{LABELS[best['model']]} ({s.neural_size}), {describe_budget(budget)} per point"
             series.append({"id": best["model"], "label": label, "family": "neural", "points": pts})
@@ -249,7 +250,7 @@ class Run:
     @staticmethod
     def _curve_point(row: dict, fraction: float) -> dict:
         keep = ("id", "label", "train_tokens", "train_seconds", "size", "valid", "test", "error", "note", "cached",
-                "key", "stopped", "epochs")
+                "key", "stopped", "epochs", "budget", "budget_seconds", "wall_seconds")
         return {"fraction": fraction, **{k: row.get(k) for k in keep}}
 
     def _best(self, family: str) -> Optional[dict]:
@@ -372,6 +373,8 @@ def prepare_out_dir(out: Path, *, force: bool, resume: bool) -> Optional[Compare
     if out.exists() and not out.is_dir():
         raise InputError("the output path is a file, not a folder", path=out, fix="choose another --out")
     if resume:
+        check_writable(out / "results.json", what="results file", create_parents=False)
+        sweep_stale_temp_files(out)
         run = out / "run.json"
         if not run.exists():
             raise InputError("nothing to resume: no run.json in this folder", path=out,
@@ -381,6 +384,11 @@ def prepare_out_dir(out: Path, *, force: bool, resume: bool) -> Optional[Compare
         raise InputError("the output folder exists and is not empty", path=out,
                          fix="pass --resume to continue that run, --force to re-run it (unchanged models come "
                              "from its cache), or choose another --out")
+    # Before any model is trained: the folder must be writable (checked without creating it, so
+    # an unknown corpus leaves no empty run folder behind).
+    check_writable(out / "results.json", what="results file", create_parents=False)
+    if force:
+        sweep_stale_temp_files(out)  # temp files of an earlier run that was killed with -9
     return None
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -18,32 +19,16 @@ import torch
 from corpora.errors import InputError
 from corpora.vocab import EOS_ID, EncodedText, Vocab
 from neural.checkpoint import best_path, load_model, training_seconds
-from neural.config import CELLS, RNNConfig, TrainConfig, TransformerConfig
+from neural.config import CELLS, COMPARE_TRAIN_PRESETS, MODEL_PRESETS, TRAIN_PRESETS, TrainConfig, sized
 from neural.evaluate import token_log_probs
 from neural.models import build_model
 from neural.train import Trainer
 
 LOG2_E = 1.0 / math.log(2.0)
 
-# Architecture presets.  "default" is what `ngramlm neural train` builds.
-PRESETS = {
-    "tiny": {"rnn": dict(emb_size=32, hidden_size=32, n_layers=1, dropout=0.0),
-             "transformer": dict(d_model=32, n_layers=1, n_heads=2, d_ff=64, block_size=32, dropout=0.0)},
-    "small": {"rnn": dict(emb_size=128, hidden_size=128, n_layers=1, dropout=0.1),
-              "transformer": dict(d_model=128, n_layers=2, n_heads=4, d_ff=512, block_size=64, dropout=0.1)},
-    "default": {"rnn": dict(emb_size=200, hidden_size=200, n_layers=2, dropout=0.2),
-                "transformer": dict(d_model=256, n_layers=4, n_heads=4, d_ff=1024, block_size=128, dropout=0.3)},
-}
-# Training recipes.  Validation between epochs (for the best checkpoint and the schedule) scores
-# 8 rows in parallel to stay cheap on small subsets; the reported numbers come from a separate
-# full-history pass over the best weights.  The Transformer uses a constant AdamW rate: under a wall-clock budget the
-# number of steps is unknown, so a cosine schedule would not know where to end.
-RECIPES = {
-    "rnn": dict(optimizer="sgd", lr=20.0, schedule="plateau", batch_scheme="sequential", bptt=35, batch_size=20,
-                clip=0.25, plateau_threshold=0.01, weight_decay=0.0, eval_batch_size=8),
-    "transformer": dict(optimizer="adamw", lr=2e-3, schedule="constant", batch_scheme="random", batch_size=32,
-                        clip=1.0, weight_decay=0.1, eval_batch_size=8),
-}
+# Architecture presets and training recipes: neural.config's MODEL_PRESETS ("default" is what
+# `ngramlm neural train` builds) and COMPARE_TRAIN_PRESETS (why they differ from `neural train`'s
+# recipes is said there).
 LABELS = {"lstm": "LSTM", "gru": "GRU", "rnn_tanh": "RNN (tanh)", "rnn_relu": "RNN (ReLU)", "transformer": "Transformer"}
 
 
@@ -53,22 +38,22 @@ def kind_of(name: str) -> str:
 
 def model_config(name: str, size: str, vocab_size: int) -> dict:
     kind = kind_of(name)
-    p = dict(PRESETS[size][kind])
+    preset = MODEL_PRESETS[size][kind]
     if kind == "rnn":
-        return RNNConfig(vocab_size=vocab_size, cell=name, tie_weights=True, **p).to_dict()
-    return TransformerConfig(vocab_size=vocab_size, tie_weights=True, positional="learned", **p).to_dict()
+        return sized(preset, vocab_size, cell=name, tie_weights=True).to_dict()
+    return sized(preset, vocab_size, tie_weights=True).to_dict()
 
 
 def train_config(name: str, size: str, budget: dict, seed: int, model_cfg: dict) -> dict:
     kind = kind_of(name)
-    r = dict(RECIPES[kind])
+    changes = {}
     if kind == "transformer":
-        r["bptt"] = model_cfg["block_size"]
+        changes["bptt"] = model_cfg["block_size"]
         if size == "default":
-            r["lr"] = 1e-3
+            changes["lr"] = TRAIN_PRESETS["transformer"].lr  # the full-size model is unstable at 2e-3
     epochs = budget.get("epochs")
-    return TrainConfig(epochs=epochs or 1000, time_budget=budget.get("minutes"), seed=seed,
-                       patience=0 if epochs else 3, checkpoint_minutes=2.0, **r).to_dict()
+    return replace(COMPARE_TRAIN_PRESETS[kind], epochs=epochs or 1000, time_budget=budget.get("minutes"), seed=seed,
+                   patience=0 if epochs else 3, **changes).to_dict()
 
 
 def neural_settings(name: str, size: str, budget: dict, seed: int, vocab_size: int, fraction: float = 1.0) -> dict:
@@ -78,9 +63,14 @@ def neural_settings(name: str, size: str, budget: dict, seed: int, vocab_size: i
 
 
 def neural_row(name: str, settings: dict, data, checkpoint: Path, train: Optional[EncodedText] = None,
-               log: Optional[Callable[[str], None]] = None, row_id: Optional[str] = None) -> tuple[dict, dict]:
+               log: Optional[Callable[[str], None]] = None, row_id: Optional[str] = None,
+               warn: Optional[Callable[[str], None]] = None) -> tuple[dict, dict]:
     """Train (or continue training) one neural model and score it: ``(row, per-token log2 arrays)``.
 
+    A minutes budget covers everything the model costs in this run: training, the validation
+    passes and the final full-history scoring of valid and test (the trainer leaves room for
+    it).  The row records ``budget_seconds`` and ``wall_seconds`` so the report shows both.
+    ``warn`` gets the trainer's notes (budget too small, bf16 fallback) even when ``log`` is None.
     Raises KeyboardInterrupt when the training was interrupted (its checkpoint is kept).
     """
     train = data["train"] if train is None else train
@@ -104,7 +94,17 @@ def neural_row(name: str, settings: dict, data, checkpoint: Path, train: Optiona
     }
     kind = kind_of(name)
     tcfg = TrainConfig.from_dict(settings["train_config"])
-    quiet = log or (lambda msg: None)
+    def quiet(msg: str) -> None:
+        if log is not None:
+            log(msg)
+        elif warn is not None and msg.startswith(("note:", "error:", "bf16")):
+            warn(f"  [{row['id']}] {msg}")
+
+    budget = settings.get("budget") or {}
+    row["budget"] = budget
+    row["budget_seconds"] = 60.0 * budget["minutes"] if budget.get("minutes") else None
+    # The final scoring reads valid and test with full history: the budget must leave time for it.
+    budget_kw = dict(reserve_tokens=data["valid"].n_tokens + data["test"].n_tokens)
     data_info = {"corpus": data.name, "train_tokens": train.n_tokens}
     t0 = time.perf_counter()
     try:
@@ -115,12 +115,12 @@ def neural_row(name: str, settings: dict, data, checkpoint: Path, train: Optiona
             if tcfg.time_budget is not None:
                 overrides["time_budget"] = max(0.05, tcfg.time_budget - done / 60.0)
             trainer = Trainer.resume(checkpoint, train.ids, data["valid"].ids, vocab=data.vocab, overrides=overrides,
-                                     progress=False, log=quiet, data_info=data_info)
+                                     progress=False, log=quiet, data_info=data_info, clock_start=t0, **budget_kw)
             row["note"] = f"continued an interrupted run ({done:.0f} s done before)"
         else:
             model = build_model(kind, settings["model_config"], seed=tcfg.seed)
             trainer = Trainer(model, data.vocab, train.ids, data["valid"].ids, tcfg, out=checkpoint, progress=False,
-                              log=quiet, data_info=data_info)
+                              log=quiet, data_info=data_info, clock_start=t0, **budget_kw)
             done = 0.0
         result = trainer.fit()
     except InputError as exc:  # e.g. too few tokens for one batch
@@ -138,6 +138,8 @@ def neural_row(name: str, settings: dict, data, checkpoint: Path, train: Optiona
     row["size"] = int(model.n_parameters())
     arrays = _score(model, data, row)
     row["eval_seconds"] = time.perf_counter() - t0 - result.seconds
+    # Wall time of everything this model cost: earlier (interrupted) runs' training plus this run.
+    row["wall_seconds"] = done + time.perf_counter() - t0
     return row, arrays
 
 
@@ -203,6 +205,8 @@ def adopted_row(info: dict, data) -> tuple[dict, dict]:
     }
     arrays = _score(model, data, row)
     row["eval_seconds"] = time.perf_counter() - t0
+    # Scored only: no budget applies in this run; its cost here is the scoring.
+    row["budget_seconds"], row["wall_seconds"] = None, row["eval_seconds"]
     return row, arrays
 
 
@@ -245,7 +249,8 @@ def attention_view(checkpoint: Path, ids: np.ndarray, labels: list) -> dict:
             heads.append([[round(float(v), 4) if j <= i else None for j, v in enumerate(row)]
                           for i, row in enumerate(logw[h])])
         layers.append(heads)
-    return {"tokens": ["</s>"] + list(labels[: len(ids)]), "n_layers": len(layers),
+    # The model reads the sentence-end id as its start symbol; the reader sees <s> there.
+    return {"tokens": ["<s>"] + list(labels[: len(ids)]), "n_layers": len(layers),
             "n_heads": len(layers[0]) if layers else 0, "log_weights": layers,
             "note": "row i: where the model attends when reading token i (to predict token i+1); "
-                    "the first token is the start symbol </s>"}
+                    "the first token is the start symbol <s>"}
