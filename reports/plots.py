@@ -34,7 +34,12 @@ def _floor(results: dict) -> Optional[float]:
     return t["perplexity"] if t else None
 
 
-def vwall(results: dict) -> Optional[bytes]:
+UNSEEN_LABEL = "% test n-grams unseen in train (right axis)"
+
+
+def vwall_figure(results: dict):
+    """The V^n wall as a matplotlib figure (None without data): counts on a log axis, and the
+    share of unseen test n-grams on a twin axis, all in one legend."""
     rows = results.get("vwall")
     if not rows:
         return None
@@ -49,12 +54,24 @@ def vwall(results: dict) -> Optional[bytes]:
     ax.set_ylabel("count (log scale)")
     ax.set_xticks(n)
     ax.set_title(f"The $V^n$ wall (V = {results['corpus']['n_types']:,})")
-    ax.legend(fontsize=8)
     ax2 = ax.twinx()
-    ax2.plot(n, [100 * r["test_unseen_share"] for r in rows], "d--", color="tab:purple", alpha=0.6)
+    ax2.plot(n, [100 * r["test_unseen_share"] for r in rows], "d--", color="tab:purple", alpha=0.6,
+             label=UNSEEN_LABEL)
     ax2.set_ylabel("% test n-grams unseen in train", color="tab:purple")
     ax2.set_ylim(0, 100)
-    return _png(fig)
+    # One legend for both axes, drawn on the twin (it is on top, so no line of it crosses the legend).
+    handles, labels = [], []
+    for a in (ax, ax2):
+        h, lab = a.get_legend_handles_labels()
+        handles += h
+        labels += lab
+    ax2.legend(handles, labels, fontsize=7, loc="upper left", framealpha=0.9)
+    return fig
+
+
+def vwall(results: dict) -> Optional[bytes]:
+    fig = vwall_figure(results)
+    return None if fig is None else _png(fig)
 
 
 def perplexity_by_order(results: dict) -> Optional[bytes]:
@@ -145,6 +162,13 @@ def interpolation(results: dict) -> Optional[bytes]:
     return _png(fig)
 
 
+def attention_labels(att: dict) -> list:
+    """The attention view's token labels, the first one ``<s>``: the Transformer reads the passage
+    after the sentence-start symbol, whose id is the one ``</s>`` has (results.json may name it so)."""
+    tokens = list(att.get("tokens") or [])
+    return ["<s>"] + tokens[1:] if tokens else tokens
+
+
 def attention_static(results: dict) -> Optional[bytes]:
     """Mean attention over the last layer's heads (the HTML report has the interactive view)."""
     att = results.get("attention")
@@ -159,12 +183,13 @@ def attention_static(results: dict) -> Optional[bytes]:
                 v = h[i][j]
                 if v is not None:
                     mean[i][j] += math.exp(v) / len(heads)
+    labels = attention_labels(att)
     fig, ax = plt.subplots(figsize=(6.4, 6.0))
     ax.imshow(mean, cmap="viridis")
     ax.set_xticks(range(T))
     ax.set_yticks(range(T))
-    ax.set_xticklabels(att["tokens"], rotation=90, fontsize=6)
-    ax.set_yticklabels(att["tokens"], fontsize=6)
+    ax.set_xticklabels(labels, rotation=90, fontsize=6)
+    ax.set_yticklabels(labels, fontsize=6)
     ax.set_xlabel("attended token")
     ax.set_ylabel("reading token")
     ax.set_title(f"{att['label']}: last layer, mean over heads")

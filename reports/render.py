@@ -31,12 +31,21 @@ PLOT_TITLES = {
 
 
 # ---------------------------------------------------------------------------- formatting
+def fmt_fixed(x: float, digits: int = 3, sign: bool = False) -> str:
+    """``x`` with ``digits`` decimals (``sign``: always with a sign), never as negative zero:
+    -0.0, and any negative value that rounds to zero (-0.00004 at 3 digits), print as 0.000."""
+    text = f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
+    if text[0] == "-" and float(text) == 0.0:
+        text = ("+" if sign else "") + text[1:]
+    return text
+
+
 def fmt_ppl(score: Optional[dict]) -> str:
     if not score:
         return "–"
     if score.get("ppl") is None:
         return "∞"
-    return f"{score['ppl']:.2f}"
+    return fmt_fixed(score["ppl"], 2)
 
 
 def fmt_num(x, digits: int = 3) -> str:
@@ -44,7 +53,7 @@ def fmt_num(x, digits: int = 3) -> str:
         return "–"
     if isinstance(x, int):
         return f"{x:,}"
-    return f"{x:.{digits}f}"
+    return fmt_fixed(x, digits)
 
 
 def fmt_size(n: Optional[int]) -> str:
@@ -59,7 +68,7 @@ def fmt_size(n: Optional[int]) -> str:
 def fmt_seconds(s: Optional[float]) -> str:
     if s is None:
         return "–"
-    return f"{s:.1f} s" if s < 120 else f"{s / 60:.1f} min"
+    return f"{fmt_fixed(s, 1)} s" if s < 120 else f"{fmt_fixed(s / 60, 1)} min"
 
 
 def fmt_share(x: float) -> str:
@@ -79,6 +88,70 @@ def fmt_power(log10: float) -> str:
     return f"{10 ** (log10 - e):.2f}e{e}"
 
 
+def fmt_budget_spec(budget: Optional[dict]) -> Optional[str]:
+    """``{"minutes": 0.6}`` -> "0.6 min"; ``{"epochs": 1}`` -> "1 epoch"; None when unknown."""
+    if not budget:
+        return None
+    if budget.get("minutes") is not None:
+        return f"{budget['minutes']:g} min"
+    if budget.get("epochs") is not None:
+        e = budget["epochs"]
+        return f"{e:g} epoch{'' if e == 1 else 's'}"
+    return None
+
+
+def fmt_budget(r: dict) -> str:
+    """A neural row's budget and what the model actually cost in this run (training and
+    evaluation: ``wall_seconds``), e.g. "0.6 min / 0.63 min (+5 %)" or "1 epoch / 12.3 s".
+
+    Rows written before ``budget`` / ``wall_seconds`` existed fall back to the budget in
+    their settings and show "–" for what is unknown; a cached row cost nothing but the
+    cache read ("cached"); a model trained elsewhere was only scored here.
+    """
+    budget = r.get("budget") or (r.get("settings") or {}).get("budget")
+    spec = fmt_budget_spec(budget)
+    wall = r.get("wall_seconds")
+    if wall is None:
+        actual = "cached" if r.get("cached") is True else None
+        if spec is None and actual is None:
+            return "–"
+        return f"{spec or '–'} / {actual or '–'}"
+    if r.get("stopped") == "adopted":  # trained outside this run: here it was only scored
+        return f"{spec or '–'} / {fmt_seconds(wall)} (scoring only)"
+    by_minutes = bool(budget) and budget.get("minutes") is not None
+    seconds = r.get("budget_seconds")
+    if seconds is None and by_minutes:
+        seconds = 60.0 * budget["minutes"]
+    if by_minutes:
+        minutes = wall / 60.0
+        actual = f"{fmt_fixed(minutes, 2 if minutes < 10 else 1)} min"
+    else:
+        actual = fmt_seconds(wall)
+    if seconds:
+        return f"{spec or '–'} / {actual} ({fmt_fixed(100.0 * (wall / seconds - 1.0), 0, sign=True)} %)"
+    return f"{spec or '–'} / {actual}"
+
+
+# What the predicted tokens are, per tokenizer kind: (the tokens of a split, the types of the
+# vocabulary besides <unk> and </s>).  Plain text: the templates quote the symbols themselves.
+TOKEN_UNITS = {
+    "whitespace": ("words + sentence ends", "words"),
+    "regex": ("words, numbers and punctuation marks + sentence ends", "words, numbers, punctuation marks"),
+    "char": ("characters + sentence ends, a space being the token {space}", "characters, the space symbol {space}"),
+    "cjk": ("Han characters, other words and punctuation marks + sentence ends",
+            "Han characters, other words, punctuation marks"),
+}
+
+
+def token_units(tokenizer: Optional[dict]) -> dict:
+    """How the report names the predicted tokens of a run tokenized by ``tokenizer`` (its spec):
+    ``{"tokens": ..., "types": ...}``."""
+    tok = tokenizer or {}
+    tokens, types = TOKEN_UNITS.get(tok.get("kind") or "whitespace", TOKEN_UNITS["whitespace"])
+    space = tok.get("space_symbol") or "▁"
+    return {"tokens": tokens.format(space=space), "types": types.format(space=space)}
+
+
 def _row(r: dict) -> dict:
     t = r.get("test") or {}
     norm = r.get("test_normalised") or {}
@@ -92,11 +165,13 @@ def _row(r: dict) -> dict:
         "valid": fmt_ppl(r.get("valid")), "test": test,
         "bpt": fmt_num(norm.get("bits_per_token")), "bpc": fmt_num(norm.get("bits_per_char")),
         "bpw": fmt_num(norm.get("bits_per_word")),
-        "floor": "–" if not floor else f"+{floor['extra_bits_per_token']:.3f} bits (×{floor['ppl_ratio']:.2f})",
+        "floor": "–" if not floor else (f"{fmt_fixed(floor['extra_bits_per_token'], 3, sign=True)} bits "
+                                        f"(×{fmt_fixed(floor['ppl_ratio'], 2)})"),
         "size": fmt_size(r.get("size")), "size_unit": r.get("size_unit", ""),
         "train": fmt_seconds(r.get("train_seconds")), "cached": ("scored" if r.get("stopped") == "adopted" else
                    {True: "cached", False: "trained"}.get(r.get("cached"), "")),
         "note": "; ".join(x for x in (r.get("error") and f"not estimated: {r['error']}", r.get("note")) if x),
+        "budget": fmt_budget(r) if r["family"] == "neural" else "",
     }
 
 
@@ -136,22 +211,27 @@ def build_context(results: dict) -> dict:
     vwall = [{
         "order": r["order"], "possible": fmt_power(r["possible_log10"]), "distinct": f"{r['distinct_train']:,}",
         "coverage": fmt_share(r["coverage_of_possible"]),
-        "unseen": f"{100 * r['test_unseen_share']:.1f}%", "unseen_n": f"{r['test_unseen']:,}",
+        "unseen": f"{fmt_fixed(100 * r['test_unseen_share'], 1)}%", "unseen_n": f"{r['test_unseen']:,}",
         "tokens": f"{r['test_tokens']:,}", "zeros": f"{r['mle_zero_probs']:,}",
-        "mle_ppl": "∞" if r["mle_ppl"] is None else f"{r['mle_ppl']:.2f}",
-        "mle_nonzero": "–" if r["mle_ppl_nonzero_events"] is None else f"{r['mle_ppl_nonzero_events']:.2f}",
+        "mle_ppl": "∞" if r["mle_ppl"] is None else fmt_fixed(r["mle_ppl"], 2),
+        "mle_nonzero": "–" if r["mle_ppl_nonzero_events"] is None else fmt_fixed(r["mle_ppl_nonzero_events"], 2),
     } for r in results.get("vwall", [])]
     lc = results.get("learning_curves") or {}
     curves = []
     for series in lc.get("series", []):
-        curves.append({"label": series["label"], "cells": [
+        curves.append({"label": series["label"], "family": series.get("family", ""), "cells": [
             ("–" if not p.get("test") else fmt_ppl(p["test"])) + ("" if not p.get("error") else " (n/a)")
             for p in series["points"]]})
+        # A neural series: each point's budget and what it cost, when results.json records them.
+        if series.get("family") == "neural" and any(
+                k in p for p in series["points"] for k in ("budget", "wall_seconds")):
+            curves.append({"label": "budget / actual", "family": "budget",
+                           "cells": [fmt_budget(p) for p in series["points"]]})
     curve_tokens = []
     if lc.get("series"):
         curve_tokens = [f"{p['train_tokens']:,}" for p in lc["series"][0]["points"]]
     interp_rows = [{
-        "label": r["label"], "lam": f"{r['lambda']:.3f}", "ng": r["components"][0], "nn": r["components"][1],
+        "label": r["label"], "lam": fmt_fixed(r["lambda"], 3), "ng": r["components"][0], "nn": r["components"][1],
         "valid": fmt_ppl(r["valid"]), "test": fmt_ppl(r["test"]),
         "ng_valid": _component(results, r["components"][0], "valid"),
         "nn_valid": _component(results, r["components"][1], "valid"),
@@ -163,14 +243,31 @@ def build_context(results: dict) -> dict:
         "problems": problems, "r": results, "s": s, "corpus": corpus, "truth": truth, "summary": summary, "orders": orders, "grid": grid,
         "vwall": vwall, "curves": curves, "curve_fractions": [f"{100 * f:g}%" for f in lc.get("fractions", [])],
         "curve_tokens": curve_tokens, "interp": interp_rows, "passage": _passage(results.get("passage")),
-        "attention": results.get("attention"),
+        "attention": _attention(results.get("attention")),
         "timing": {"total": fmt_seconds(timing.get("total_seconds")), "trained": timing.get("trained", 0),
                    "cached": timing.get("cached", 0)},
-        "tokenizer": (corpus.get("tokenizer") or {}).get("kind", "whitespace"),
+        "tokenizer": _tokenizer(results)["kind"], "units": token_units(_tokenizer(results)),
         "neural_none": not s.get("neural") and not s.get("checkpoints"),
+        "has_neural": bool(neural),
         "status": results.get("status"),
         "sizes": corpus["sizes"],
     }
+
+
+def _tokenizer(results: dict) -> dict:
+    """The run's tokenizer spec: the corpus's recorded spec, else the ``--tokenizer`` setting."""
+    spec = dict((results.get("corpus") or {}).get("tokenizer") or {})
+    if not spec.get("kind"):
+        spec["kind"] = (results.get("settings") or {}).get("tokenizer") or "whitespace"
+    return spec
+
+
+def _attention(att: Optional[dict]) -> Optional[dict]:
+    """The attention view with its first position labelled ``<s>``: the model reads the passage
+    after the sentence-start symbol (stored as ``</s>``, the id that also ends sentences)."""
+    if not att:
+        return att
+    return {**att, "tokens": plots.attention_labels(att)}
 
 
 def _component(results: dict, rid: str, split: str) -> str:
@@ -189,8 +286,8 @@ def _grid_cell(r: Optional[dict]) -> dict:
     t = r["test"]
     if t["ppl"] is None:
         return {"text": "∞", "title": f"{t['zero_probs']:,} test tokens get probability 0; "
-                                      f"over the others: {t['ppl_nonzero_events']:.2f}"}
-    return {"text": f"{t['ppl']:.2f}", "title": f"valid {fmt_ppl(r['valid'])}; {r['size']:,} n-gram entries"}
+                                      f"over the others: {fmt_fixed(t['ppl_nonzero_events'], 2)}"}
+    return {"text": fmt_fixed(t["ppl"], 2), "title": f"valid {fmt_ppl(r['valid'])}; {r['size']:,} n-gram entries"}
 
 
 def surprisal_colour(bits: Optional[float]) -> str:
@@ -210,13 +307,15 @@ def _passage(p: Optional[dict]) -> Optional[dict]:
         cells = []
         for r in rows:
             b = r["bits"][i] if i < len(r["bits"]) else None
-            cells.append({"bits": "–" if b is None else f"{b:.1f}", "colour": surprisal_colour(b),
-                          "title": f"{r['label']}: " + ("?" if b is None else f"{b:.2f} bits, p = {2 ** -b:.3g}")})
+            cells.append({"bits": "–" if b is None else fmt_fixed(b, 1), "colour": surprisal_colour(b),
+                          "title": f"{r['label']}: " + ("?" if b is None else f"{fmt_fixed(b, 2)} bits, p = {2 ** -b:.3g}")})
         tokens.append({"text": tok, "cells": cells})
     short = {"ngram": "n-gram", "neural": "neural", "interpolated": "mixed", "truth": "truth"}
     totals = [{"label": r["label"], "id": r["id"], "short": short.get(r["family"], r["family"]),
                "total": sum(b for b in r["bits"] if b is not None),
                "mean": sum(b for b in r["bits"] if b is not None) / max(1, len(r["bits"]))} for r in rows]
+    for t in totals:
+        t["total_text"] = fmt_fixed(t["total"], 1)
     return {"tokens": tokens, "rows": rows, "totals": totals, "rule": p["rule"], "sentences": p["sentences"]}
 
 
@@ -237,6 +336,7 @@ def _env(autoescape: bool) -> jinja2.Environment:
     # JSON inside <script>: escape <, > and & so no "</script>" or "<!--" can end or change the block.
     env.filters["tojson_safe"] = lambda obj: markupsafe.Markup(
         json.dumps(obj).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+    env.filters["fixed"] = fmt_fixed  # {{ x|fixed(2) }}: never "-0.00"
     return env
 
 

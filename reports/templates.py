@@ -5,22 +5,24 @@ Both templates receive the context of :func:`reports.render.build_context`.
 
 MD_TEMPLATE = r"""# Count vs neural language models on `{{ corpus.name }}`
 
-{{ "{:,}".format(sizes.train.tokens) }} training tokens, {{ "{:,}".format(sizes.valid.tokens) }} validation and {{ "{:,}".format(sizes.test.tokens) }} test tokens (words + sentence ends), one vocabulary of {{ "{:,}".format(corpus.n_types) }} predicted types and one tokenization (`{{ tokenizer }}`) for every model.
+{{ "{:,}".format(sizes.train.tokens) }} training tokens, {{ "{:,}".format(sizes.valid.tokens) }} validation and {{ "{:,}".format(sizes.test.tokens) }} test tokens ({{ units.tokens }}), one vocabulary of {{ "{:,}".format(corpus.n_types) }} predicted types and one tokenization (`{{ tokenizer }}`) for every model.
 Run: {{ r.created }}, status **{{ status }}**, {{ timing.total }} in all ({{ timing.trained }} models trained, {{ timing.cached }} from the cache).
 {% if truth %}
 
-The toy corpus comes from a known probabilistic automaton: the **true perplexity of the test text is {{ "%.2f"|format(truth.perplexity) }}** ({{ "%.4f"|format(truth.bits_per_token) }} bits per token), a floor no model beats on average. "Above the floor" is the model's test bits per token minus the truth's (and the ratio of perplexities).
+The toy corpus comes from a known probabilistic automaton: the **true perplexity of the test text is {{ truth.perplexity|fixed(2) }}** ({{ truth.bits_per_token|fixed(4) }} bits per token), a floor no model beats on average. "Above the floor" is the model's test bits per token minus the truth's (and the ratio of perplexities).
 {% endif %}
 
 ## Results
 
-| model | valid ppl | test ppl | test bits/token | above the floor | bits/char | bits/word | size | training | | notes |
-|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|
+| model | valid ppl | test ppl | test bits/token | above the floor | bits/char | bits/word | size | training | | budget / actual | notes |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|
 {% for m in summary %}
-| {{ m.label }} | {{ m.valid }} | {{ m.test }} | {{ m.bpt }} | {{ m.floor }} | {{ m.bpc }} | {{ m.bpw }} | {{ m.size }} {{ m.size_unit }} | {{ m.train }} | {{ m.cached }} | {{ m.note }} |
+| {{ m.label }} | {{ m.valid }} | {{ m.test }} | {{ m.bpt }} | {{ m.floor }} | {{ m.bpc }} | {{ m.bpw }} | {{ m.size }} {{ m.size_unit }} | {{ m.train }} | {{ m.cached }} | {{ m.budget }} | {{ m.note }} |
 {% endfor %}
 
 N-gram models are shown at their best order on validation; every order is in section 2.
+{% if has_neural %}"Budget / actual": each neural model's training budget, and what the model cost in this run (training and evaluation, wall clock), with the overrun of a time budget in %.
+{% endif %}
 {% if neural_none %}Neural models were not run (`--neural none`).
 {% endif %}
 {% if problems %}
@@ -41,7 +43,7 @@ Not estimated:
 | {{ w.order }} | {{ w.possible }} | {{ w.distinct }} | {{ w.coverage }} | {{ w.unseen }} ({{ w.unseen_n }} of {{ w.tokens }}) | {{ w.zeros }} | {{ w.mle_ppl }} | {{ w.mle_nonzero }} |
 {% endfor %}
 
-V counts the predicted types (words, `<unk>`, `</s>`). Distinct n-grams are counted as KenLM counts them, with each sentence padded by `<s>`, so at n = 1 the count can exceed V by one (`<s>` itself). The n-gram of a test token is the one ending at it, shortened at sentence starts (what an order-n model conditions on). Under maximum likelihood every unseen one has probability 0, so one such token makes the perplexity of the whole test text **infinite**; the last column leaves those tokens out and is not a perplexity of the text.
+V counts the predicted types ({{ units.types }}, `<unk>`, `</s>`). Distinct n-grams are counted as KenLM counts them, with each sentence padded by `<s>`, so at n = 1 the count can exceed V by one (`<s>` itself). The n-gram of a test token is the one ending at it, shortened at sentence starts (what an order-n model conditions on). Under maximum likelihood every unseen one has probability 0, so one such token makes the perplexity of the whole test text **infinite**; the last column leaves those tokens out and is not a perplexity of the text.
 {% if plots.vwall %}
 
 ![{{ plots.vwall.title }}]({{ plots.vwall.file }})
@@ -120,7 +122,7 @@ Passage: {{ passage.rule }} (test sentences {{ passage.sentences[0] + 1 }}–{{ 
 | `{{ tok.text }}` |{% for c in tok.cells %} {{ c.bits }} |{% endfor %}
 
 {% endfor %}
-| **total bits** |{% for t in passage.totals %} **{{ "%.1f"|format(t.total) }}** |{% endfor %}
+| **total bits** |{% for t in passage.totals %} **{{ t.total_text }}** |{% endfor %}
 
 {% endif %}
 
@@ -163,6 +165,7 @@ th, td { border: 1px solid #ddd; padding: 3px 7px; } th { background: #f4f4f4; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.neural td:first-child { border-left: 3px solid #2166ac; } tr.interpolated td:first-child { border-left: 3px solid #1b7837; }
 tr.ngram td:first-child { border-left: 3px solid #b2182b; }
+tr.budget td { color: #666; font-size: 0.9em; } .nw { white-space: nowrap; }
 .note { color: #666; font-size: 0.85em; }
 .floor { background: #fff7d6; padding: 0.5em 0.8em; border: 1px solid #eed27a; }
 figure { margin: 0.8em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
@@ -178,25 +181,27 @@ figure { margin: 0.8em 0; } figure img { max-width: 100%; border: 1px solid #eee
 .att-tok.masked { color: #bbb; }
 #att-info { font-size: 0.85em; min-height: 2.5em; }
 #att-heatmap { display: block; margin-top: 0.5em; }
+#att-heatmap rect.row-outline { fill: none; stroke: #d6604d; stroke-width: 2; pointer-events: none; }
+#att-heatmap text.row-label { cursor: pointer; } #att-heatmap text.row-label.focus { font-weight: bold; fill: #b2182b; }
 #selftest { font-size: 0.75em; color: #888; }
 </style>
 </head>
 <body>
 <h1>Count vs neural language models on <code>{{ corpus.name }}</code></h1>
-<p>{{ "{:,}".format(sizes.train.tokens) }} training tokens, {{ "{:,}".format(sizes.valid.tokens) }} validation and {{ "{:,}".format(sizes.test.tokens) }} test tokens (words + sentence ends); one vocabulary of {{ "{:,}".format(corpus.n_types) }} predicted types and one tokenization (<code>{{ tokenizer }}</code>) for every model.
+<p>{{ "{:,}".format(sizes.train.tokens) }} training tokens, {{ "{:,}".format(sizes.valid.tokens) }} validation and {{ "{:,}".format(sizes.test.tokens) }} test tokens ({{ units.tokens }}); one vocabulary of {{ "{:,}".format(corpus.n_types) }} predicted types and one tokenization (<code>{{ tokenizer }}</code>) for every model.
 Run {{ r.created }}, status <b>{{ status }}</b>, {{ timing.total }} in all ({{ timing.trained }} models trained, {{ timing.cached }} from the cache).</p>
 {% if truth %}
-<p class="floor">The toy corpus comes from a known probabilistic automaton: the <b>true perplexity of the test text is {{ "%.2f"|format(truth.perplexity) }}</b> ({{ "%.4f"|format(truth.bits_per_token) }} bits per token), a floor no model beats on average. “Above the floor” is each model's test bits per token minus the truth's, and the ratio of perplexities.</p>
+<p class="floor">The toy corpus comes from a known probabilistic automaton: the <b>true perplexity of the test text is {{ truth.perplexity|fixed(2) }}</b> ({{ truth.bits_per_token|fixed(4) }} bits per token), a floor no model beats on average. “Above the floor” is each model's test bits per token minus the truth's, and the ratio of perplexities.</p>
 {% endif %}
 
 <h2 id="results">Results</h2>
 <table id="results-table">
-<tr><th>model</th><th>valid ppl</th><th>test ppl</th><th>test bits/token</th><th>above the floor</th><th>bits/char</th><th>bits/word</th><th>size</th><th>training</th><th></th><th>notes</th></tr>
+<tr><th>model</th><th>valid ppl</th><th>test ppl</th><th>test bits/token</th><th>above the floor</th><th>bits/char</th><th>bits/word</th><th>size</th><th>training</th><th></th><th title="the training budget, and what the model cost in this run: training and evaluation, wall clock">budget / actual</th><th>notes</th></tr>
 {% for m in summary %}
-<tr class="{{ m.family }}"><td>{{ m.label }}</td><td class="num">{{ m.valid }}</td><td class="num">{{ m.test }}</td><td class="num">{{ m.bpt }}</td><td class="num">{{ m.floor }}</td><td class="num">{{ m.bpc }}</td><td class="num">{{ m.bpw }}</td><td class="num">{{ m.size }} <span class="note">{{ m.size_unit }}</span></td><td class="num">{{ m.train }}</td><td>{{ m.cached }}</td><td class="note">{{ m.note }}</td></tr>
+<tr class="{{ m.family }}"><td>{{ m.label }}</td><td class="num">{{ m.valid }}</td><td class="num">{{ m.test }}</td><td class="num">{{ m.bpt }}</td><td class="num">{{ m.floor }}</td><td class="num">{{ m.bpc }}</td><td class="num">{{ m.bpw }}</td><td class="num">{{ m.size }} <span class="note">{{ m.size_unit }}</span></td><td class="num">{{ m.train }}</td><td>{{ m.cached }}</td><td class="num budget" title="{{ m.budget }}">{% for part in m.budget.split(" / ") %}{% if not loop.first %} {% endif %}<span class="nw">{{ part }}{% if not loop.last %} /{% endif %}</span>{% endfor %}</td><td class="note">{{ m.note }}</td></tr>
 {% endfor %}
 </table>
-<p class="note">N-gram models at their best order on validation (every order is in section 2). {% if neural_none %}Neural models were not run (<code>--neural none</code>).{% endif %}</p>
+<p class="note">N-gram models at their best order on validation (every order is in section 2). {% if has_neural %}“Budget / actual”: each neural model's training budget, and what the model cost in this run (training and evaluation, wall clock), with the overrun of a time budget in %. {% endif %}{% if neural_none %}Neural models were not run (<code>--neural none</code>).{% endif %}</p>
 {% if problems %}<p class="note">Not estimated:</p><ul class="note" id="problems">{% for p in problems %}<li><code>{{ p.id }}</code>: {{ p.error }}</li>{% endfor %}</ul>{% endif %}
 
 <h2 id="vwall">1. The V<sup>n</sup> wall</h2>
@@ -206,7 +211,7 @@ Run {{ r.created }}, status <b>{{ status }}</b>, {{ timing.total }} in all ({{ t
 <tr><td class="num">{{ w.order }}</td><td class="num">{{ w.possible }}</td><td class="num">{{ w.distinct }}</td><td class="num">{{ w.coverage }}</td><td class="num">{{ w.unseen }} <span class="note">({{ w.unseen_n }} of {{ w.tokens }})</span></td><td class="num">{{ w.zeros }}</td><td class="num"><b>{{ w.mle_ppl }}</b></td><td class="num">{{ w.mle_nonzero }}</td></tr>
 {% endfor %}
 </table>
-<p class="note">V counts the predicted types (words, &lt;unk&gt;, &lt;/s&gt;). Distinct n-grams are counted as KenLM counts them, with each sentence padded by &lt;s&gt;, so at n = 1 the count can exceed V by one (&lt;s&gt; itself). The n-gram of a test token is the one ending at it, shortened at sentence starts (what an order-n model conditions on). Under maximum likelihood every unseen one has probability 0, so a single such token makes the perplexity of the whole test text <b>infinite</b>; the last column leaves those tokens out and is not a perplexity of the text.</p>
+<p class="note">V counts the predicted types ({{ units.types }}, &lt;unk&gt;, &lt;/s&gt;). Distinct n-grams are counted as KenLM counts them, with each sentence padded by &lt;s&gt;, so at n = 1 the count can exceed V by one (&lt;s&gt; itself). The n-gram of a test token is the one ending at it, shortened at sentence starts (what an order-n model conditions on). Under maximum likelihood every unseen one has probability 0, so a single such token makes the perplexity of the whole test text <b>infinite</b>; the last column leaves those tokens out and is not a perplexity of the text.</p>
 {% if plots.vwall %}<figure><img id="plot-vwall" alt="{{ plots.vwall.title }}" src="data:image/png;base64,{{ plots.vwall.b64 }}"></figure>{% endif %}
 
 <h2 id="orders">2. Perplexity against order (test)</h2>
@@ -225,7 +230,7 @@ Run {{ r.created }}, status <b>{{ status }}</b>, {{ timing.total }} in all ({{ t
 <tr><th>model</th>{% for f in curve_fractions %}<th>{{ f }}</th>{% endfor %}</tr>
 <tr><td class="note">training tokens</td>{% for t in curve_tokens %}<td class="num note">{{ t }}</td>{% endfor %}</tr>
 {% for c in curves %}
-<tr><td>{{ c.label }}</td>{% for x in c.cells %}<td class="num">{{ x }}</td>{% endfor %}</tr>
+<tr class="{{ c.family }}"><td>{{ c.label }}</td>{% for x in c.cells %}<td class="num">{{ x }}</td>{% endfor %}</tr>
 {% endfor %}
 </table>
 <p class="note">Training sets are prefixes of the training text (whole sentences), encoded with the full run's vocabulary. Every neural point trains under the same small budget: once a prefix is larger than what the model can read in that budget, more data cannot help, and the neural curve flattens (or turns up) where a count model's keeps falling.</p>
@@ -246,7 +251,7 @@ Run {{ r.created }}, status <b>{{ status }}</b>, {{ timing.total }} in all ({{ t
 <h2 id="per-token">5. Per-token surprisal on a test passage</h2>
 {% if passage %}
 <p class="note">Passage: {{ passage.rule }} (test sentences {{ passage.sentences[0] + 1 }}–{{ passage.sentences[1] }}). Each box is a token; under it, one cell per model, coloured by its surprisal −log<sub>2</sub> p in bits (hover for p).
-Rows, top to bottom: {% for t in passage.totals %}<b>{{ t.label }}</b> ({{ "%.1f"|format(t.total) }} bits in all){% if not loop.last %}, {% endif %}{% endfor %}.</p>
+Rows, top to bottom: {% for t in passage.totals %}<b>{{ t.label }}</b> ({{ t.total_text }} bits in all){% if not loop.last %}, {% endif %}{% endfor %}.</p>
 <p class="legend">{% for b in [0, 2, 4, 6, 8, 10, 12, 14, 16] %}<span style="background: hsl(0, 85%, {{ 100 - (62 * b / 16)|round|int }}%)">{{ b }}</span>{% endfor %} bits</p>
 <div class="tokens" id="surprisal-view">
 <div class="tok rowlabels"><span class="w">model</span>{% for t in passage.totals %}<span class="b" title="{{ t.label }}">{{ t.short }}</span>{% endfor %}</div>
@@ -258,7 +263,7 @@ Rows, top to bottom: {% for t in passage.totals %}<b>{{ t.label }}</b> ({{ "%.1f
 
 <h2 id="attention">6. Transformer attention</h2>
 {% if attention %}
-<p class="note">{{ attention.label }}, {{ attention.n_layers }} layer(s) × {{ attention.n_heads }} heads, reading the passage above after the start symbol. Hover a token (or a heatmap row) to see where it attends; the slider divides the attention scores by a temperature before the softmax (re-normalised from the stored log-weights): below 1 sharpens, above 1 flattens.</p>
+<p class="note">{{ attention.label }}, {{ attention.n_layers }} layer(s) × {{ attention.n_heads }} heads, reading the passage above after the start symbol &lt;s&gt;. Hover a token (or a heatmap row) to see where it attends; the slider divides the attention scores by a temperature before the softmax (re-normalised from the stored log-weights): below 1 sharpens, above 1 flattens.</p>
 <div class="att-controls">
 <label>layer <select id="att-layer"></select></label>
 <label>head <select id="att-head"></select></label>
@@ -320,9 +325,23 @@ Rows, top to bottom: {% for t in passage.totals %}<b>{{ t.label }}</b> ({{ "%.1f
       "; entropy " + entropy(w).toFixed(3) + " bits";
   }
 
+  var geom = null;  // the heatmap's cell size and margins, for the row outline
+
+  // Outline the focused row of the heatmap (one outline, moved on hover; the heatmap is not redrawn).
+  function outlineRow() {
+    var svg = document.getElementById("att-heatmap"), o = svg.querySelector("rect.row-outline");
+    if (!o || !geom) { return; }
+    var i = st.focus, c = geom.c;
+    o.setAttribute("x", geom.left - 1); o.setAttribute("y", geom.top + c * i - 1);
+    o.setAttribute("width", c * (i + 1) + 1); o.setAttribute("height", c + 1);
+    o.dataset.i = i;
+    svg.querySelectorAll("text.row-label").forEach(function (t) { t.classList.toggle("focus", +t.dataset.i === i); });
+  }
+
   function renderHeatmap() {
     var T = A.tokens.length, svg = document.getElementById("att-heatmap"), ns = "http://www.w3.org/2000/svg";
     var c = Math.max(6, Math.min(22, Math.floor(620 / T))), left = 110, topM = 90;
+    geom = {c: c, left: left, top: topM};
     svg.setAttribute("width", left + c * T + 10);
     svg.setAttribute("height", topM + c * T + 10);
     while (svg.firstChild) { svg.removeChild(svg.firstChild); }
@@ -331,6 +350,7 @@ Rows, top to bottom: {% for t in passage.totals %}<b>{{ t.label }}</b> ({{ "%.1f
       var lab = document.createElementNS(ns, "text");
       lab.setAttribute("x", left - 4); lab.setAttribute("y", topM + c * i + c * 0.8);
       lab.setAttribute("text-anchor", "end"); lab.setAttribute("font-size", Math.min(11, c));
+      lab.setAttribute("class", "row-label"); lab.dataset.i = i;
       lab.textContent = A.tokens[i];
       svg.appendChild(lab);
       for (var j = 0; j <= i; j++) {
@@ -340,7 +360,6 @@ Rows, top to bottom: {% for t in passage.totals %}<b>{{ t.label }}</b> ({{ "%.1f
         r.setAttribute("fill", blue(w[j]));
         r.setAttribute("class", "cell");
         r.dataset.i = i; r.dataset.j = j;
-        if (i === st.focus) { r.setAttribute("stroke", "#d6604d"); r.setAttribute("stroke-width", "1"); }
         var tt = document.createElementNS(ns, "title");
         tt.textContent = A.tokens[i] + " \u2192 " + A.tokens[j] + ": " + w[j].toFixed(4);
         r.appendChild(tt);
@@ -354,6 +373,10 @@ Rows, top to bottom: {% for t in passage.totals %}<b>{{ t.label }}</b> ({{ "%.1f
       t.textContent = A.tokens[k];
       svg.appendChild(t);
     }
+    var outline = document.createElementNS(ns, "rect");
+    outline.setAttribute("class", "row-outline");
+    svg.appendChild(outline);
+    outlineRow();
   }
 
   function render() { renderTokens(); renderHeatmap(); }
@@ -385,8 +408,8 @@ Rows, top to bottom: {% for t in passage.totals %}<b>{{ t.label }}</b> ({{ "%.1f
       if (t) { st.focus = +t.dataset.i; render(); }
     });
     document.getElementById("att-heatmap").addEventListener("mouseover", function (ev) {
-      var r = ev.target.closest("rect.cell");
-      if (r && +r.dataset.i !== st.focus) { st.focus = +r.dataset.i; renderTokens(); }
+      var r = ev.target.closest("rect.cell, text.row-label");
+      if (r && +r.dataset.i !== st.focus) { st.focus = +r.dataset.i; renderTokens(); outlineRow(); }
     });
     render();
   }
@@ -420,7 +443,31 @@ Rows, top to bottom: {% for t in passage.totals %}<b>{{ t.label }}</b> ({{ "%.1f
         notes.push("slider " + (sliderOk ? "ok" : "FAILED") + " (entropy T=0.5 " + h05.toFixed(3) + ", T=1 " +
           h1.toFixed(3) + ", T=2 " + h2.toFixed(3) + " bits)");
         notes.push("heatmap cells " + cells);
-        ok = ok && hoverOk && sliderOk && cells === T * (T + 1) / 2;
+        // The mouse moves over heatmap row a, then row b: the outline (one) follows it, and so does
+        // the token view.  The mouse is aimed at the middle of the row's first cell, and the event goes
+        // to whatever element is there, as a real pointer's would.
+        var svg = document.getElementById("att-heatmap"), sx = window.scrollX, sy = window.scrollY;
+        var hoverRow = function (i) {
+          var cell = svg.querySelector('rect.cell[data-i="' + i + '"][data-j="0"]');
+          cell.scrollIntoView({block: "center"});
+          var b = cell.getBoundingClientRect(), x = b.left + b.width / 2, y = b.top + b.height / 2;
+          var hit = document.elementFromPoint(x, y);
+          if (hit) { hit.dispatchEvent(new MouseEvent("mouseover", {bubbles: true, clientX: x, clientY: y})); }
+          var outlines = svg.querySelectorAll("rect.row-outline"), labels = svg.querySelectorAll("text.row-label.focus");
+          var tok = document.querySelector("#att-tokens .att-tok.focus");
+          return hit === cell && outlines.length === 1 && +outlines[0].dataset.i === i &&
+            Math.abs(+outlines[0].getAttribute("y") - (+cell.getAttribute("y"))) <= 1 &&
+            svg.querySelectorAll("rect.cell[stroke]").length === 0 &&
+            labels.length === 1 && +labels[0].dataset.i === i && tok !== null && +tok.dataset.i === i;
+        };
+        var ra = 1, rb = T - 2, rowA = hoverRow(ra), rowB = hoverRow(rb);
+        window.scrollTo(sx, sy);
+        notes.push("heatmap row hover " + ra + " then " + rb + (rowA && rowB ? " ok" : " FAILED") + " (outline follows)");
+        // Position 0 is the sentence start: labelled <s>, in the token view and on both heatmap axes.
+        var first = [spans[0].textContent, svg.querySelector('text.row-label[data-i="0"]').textContent];
+        var startOk = first.every(function (x) { return x === "<s>"; });
+        notes.push("start symbol " + (startOk ? "<s> ok" : "FAILED (" + first.join(", ") + ")"));
+        ok = ok && hoverOk && sliderOk && cells === T * (T + 1) / 2 && rowA && rowB && startOk;
         setT(0); headSel.value = "-1"; headSel.dispatchEvent(new Event("change"));
         spans[T - 1].dispatchEvent(new MouseEvent("mouseover", {bubbles: true}));
       } else {

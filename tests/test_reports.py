@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -21,7 +22,9 @@ import pytest
 from corpora.vocab import UNK_ID
 from ngramlm import NgramCounts, NgramLM
 from reports.analysis import choose_passage, mixture_bits, normalise, tune_lambda
+from reports import plots
 from reports.data import load_data
+from reports.render import build_context, fmt_budget, fmt_fixed
 from reports.settings import CompareSettings, quick_settings
 
 REPO = Path(__file__).resolve().parent.parent
@@ -207,7 +210,7 @@ def test_passage_and_attention(quick_run):
     for r in p["rows"]:
         assert len(r["bits"]) == T and all(b is None or b >= 0 for b in r["bits"])
     att = res["attention"]
-    assert att["tokens"][0] == "</s>" and att["tokens"][1:] == p["tokens"][: len(att["tokens"]) - 1]
+    assert att["tokens"][0] in ("</s>", "<s>") and att["tokens"][1:] == p["tokens"][: len(att["tokens"]) - 1]
     L, H, n = att["n_layers"], att["n_heads"], len(att["tokens"])
     assert (L, H) == (1, 2)
     for layer in att["log_weights"]:
@@ -216,6 +219,11 @@ def test_passage_and_attention(quick_run):
                 assert all(v is None for v in row[i + 1:])
                 assert sum(math.exp(v) for v in row[: i + 1]) == pytest.approx(1.0, abs=2e-3)
     assert len(att["log_weights"][0][0]) == n
+    # The report labels the first position, the sentence start, <s> (the page and the static figure).
+    first = att["tokens"][0]
+    shown = build_context(res)["attention"]["tokens"]
+    assert shown[0] == "<s>" and shown[1:] == att["tokens"][1:]
+    assert plots.attention_labels(att)[0] == "<s>" and att["tokens"][0] == first  # results untouched
 
 
 def test_choose_passage_prefers_the_largest_gain():
@@ -377,6 +385,16 @@ def test_char_and_word_runs_of_one_text_normalise_to_the_same_characters(tmp_pat
         assert c["corpus"]["sizes"][split]["chars"] == w["corpus"]["sizes"][split]["chars"]
         assert c["corpus"]["sizes"][split]["words"] == w["corpus"]["sizes"][split]["words"]
         assert c["corpus"]["sizes"][split]["tokens"] == c["corpus"]["sizes"][split]["chars"]
+    # The report names the tokens of each run: characters for the char run, words for the word run.
+    for tok, unit in (("char", "characters + sentence ends, a space being the token ▁"),
+                      ("whitespace", "words + sentence ends")):
+        md = (tmp_path / tok / "report.md").read_text()
+        html = (tmp_path / tok / "report.html").read_text()
+        assert f"test tokens ({unit})" in md and f"test tokens ({unit})" in html
+    assert "words + sentence ends" not in (tmp_path / "char" / "report.md").read_text()
+    assert "V counts the predicted types (characters, the space symbol ▁, `<unk>`" in (
+        tmp_path / "char" / "report.md").read_text()
+    assert "V counts the predicted types (words, `<unk>`" in (tmp_path / "whitespace" / "report.md").read_text()
     row = rows(c, "ngram")["mkn-3"]
     norm = row["test_normalised"]
     assert norm["bits_per_char"] == pytest.approx(norm["bits_per_token"], rel=1e-12)
@@ -419,6 +437,110 @@ def test_report_rerenders_from_results_json(quick_run, tmp_path):
     assert (out / "plots" / "vwall.png").read_bytes()[:4] == b"\x89PNG"
     code, _, err = cli("report", tmp_path / "empty")
     assert code == 2 and "results.json" in err
+
+
+def _render_copy(results: dict, out: Path) -> tuple[str, str]:
+    """``ngramlm report`` on a results.json holding ``results``: ``(report.md, report.html)``."""
+    out.mkdir()
+    (out / "results.json").write_text(json.dumps(results))
+    code, _, err = cli("report", out)
+    assert code == 0, err
+    return (out / "report.md").read_text(), (out / "report.html").read_text()
+
+
+def _md_row(md: str, label: str) -> list:
+    line = next(x for x in md.splitlines() if x.startswith(f"| {label} |"))
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def test_no_negative_zero_in_tables(quick_run, tmp_path):
+    assert fmt_fixed(-0.0, 1) == "0.0" and fmt_fixed(-0.00004, 3) == "0.000" and fmt_fixed(-0.04, 1) == "0.0"
+    assert fmt_fixed(-0.0, 3, sign=True) == "+0.000" and fmt_fixed(-0.2, 0, sign=True) == "+0"
+    assert fmt_fixed(-0.06, 1) == "-0.1" and fmt_fixed(0.25, 2) == "0.25" and fmt_fixed(1.5, 0, sign=True) == "+2"
+    _, res, _, _ = quick_run
+    res = json.loads(json.dumps(res))
+    # Surprisals of certain tokens (p = 1) are stored as -0.0; a row can sit exactly on the floor.
+    for r in res["passage"]["rows"]:
+        r["bits"][0] = -0.0
+    truth = next(r for r in res["passage"]["rows"] if r["family"] == "truth")
+    truth["bits"] = [-0.0 if b is not None else None for b in truth["bits"]]
+    nn = res["neural"][0]
+    nn["above_floor"]["extra_bits_per_token"] = -0.0
+    nn["test_normalised"]["bits_per_token"] = -0.0
+    res["interpolation"][0]["lambda"] = -0.0
+    md, html = _render_copy(res, tmp_path / "r")
+    for text in (md, html):
+        assert not re.search(r"-0\.0+(?![0-9]*[1-9])", text), re.search(r".{60}-0\.0+.{20}", text).group(0)
+    token_row = _md_row(md, f"`{res['passage']['tokens'][0]}`")
+    assert token_row[1:] == ["0.0"] * len(res["passage"]["rows"])
+    assert _md_row(md, "**total bits**")[-1] == "**0.0**"
+    assert "+0.000 bits" in _md_row(md, nn["label"])[4]
+
+
+def test_budget_and_actual_cost_of_neural_rows(quick_run, tmp_path):
+    """Each neural row shows its budget and what it cost in the run (training + evaluation);
+    rows of results.json files written before those fields existed show what is known, "–" else."""
+    assert fmt_budget({"budget": {"minutes": 0.6}, "budget_seconds": 36.0, "wall_seconds": 37.8}) == \
+        "0.6 min / 0.63 min (+5 %)"
+    assert fmt_budget({"budget": {"epochs": 1}, "budget_seconds": None, "wall_seconds": 12.34}) == "1 epoch / 12.3 s"
+    assert fmt_budget({"budget": {"epochs": 3}, "budget_seconds": None, "wall_seconds": 250.0}) == "3 epochs / 4.2 min"
+    assert fmt_budget({"budget": {"minutes": 20}, "budget_seconds": 1200.0, "wall_seconds": 1140.0}) == \
+        "20 min / 19.0 min (-5 %)"
+    assert fmt_budget({"budget": {"minutes": 0.6}, "budget_seconds": 36.0, "wall_seconds": None, "cached": True}) == \
+        "0.6 min / cached"
+    assert fmt_budget({"settings": {"budget": {"epochs": 2}}, "cached": False}) == "2 epochs / –"  # old file
+    assert fmt_budget({"settings": {}}) == "–" and fmt_budget({}) == "–"
+    assert fmt_budget({"budget": {"minutes": 45}, "wall_seconds": 31.2, "stopped": "adopted"}) == \
+        "45 min / 31.2 s (scoring only)"
+    _, res, _, _ = quick_run
+    res = json.loads(json.dumps(res))
+    lstm, tr = rows(res, "neural")["lstm"], rows(res, "neural")["transformer"]
+    lstm.update(budget={"minutes": 0.6}, budget_seconds=36.0, wall_seconds=37.8)
+    tr.update(budget={"epochs": 1}, budget_seconds=None, wall_seconds=12.34)
+    neural_series = next(s for s in res["learning_curves"]["series"] if s["family"] == "neural")
+    for i, pt in enumerate(neural_series["points"]):
+        pt.update(budget={"minutes": 0.15}, budget_seconds=9.0, wall_seconds=9.9 + i)
+    md, html = _render_copy(res, tmp_path / "new")
+    header = _md_row(md, "model")
+    col = header.index("budget / actual")
+    assert _md_row(md, lstm["label"])[col] == "0.6 min / 0.63 min (+5 %)"
+    assert _md_row(md, tr["label"])[col] == "1 epoch / 12.3 s"
+    assert _md_row(md, "MLE 3-gram")[col] == ""  # count models have no budget
+    assert ('<td class="num budget" title="0.6 min / 0.63 min (+5 %)"><span class="nw">0.6 min /</span> '
+            '<span class="nw">0.63 min (+5 %)</span></td>') in html
+    assert '<td class="num budget" title="1 epoch / 12.3 s">' in html
+    assert "budget / actual</th>" in html
+    # The learning curve's neural points, under their series.
+    cells = _md_row(md, "budget / actual")[1:]
+    assert cells == ["0.15 min / 0.17 min (+10 %)", "0.15 min / 0.18 min (+21 %)", "0.15 min / 0.20 min (+32 %)"]
+    assert 'class="budget"><td>budget / actual</td>' in html
+    # A cached row, and an old results.json: no budget / wall_seconds fields (nor, for the curve, a row).
+    lstm.update(wall_seconds=None, cached=True)
+    for key in ("budget", "budget_seconds", "wall_seconds"):
+        tr.pop(key)
+        for pt in neural_series["points"]:
+            pt.pop(key)
+    tr["settings"].pop("budget")
+    md, html = _render_copy(res, tmp_path / "old")
+    assert _md_row(md, lstm["label"])[col] == "0.6 min / cached"
+    assert _md_row(md, tr["label"])[col] == "–"
+    assert "| budget / actual |" not in md.split("## 3.")[1]
+
+
+def test_vwall_figure_has_a_legend_entry_for_every_line(quick_run):
+    import matplotlib.pyplot as plt
+
+    _, res, _, _ = quick_run
+    fig = plots.vwall_figure(res)
+    try:
+        legends = [a.get_legend() for a in fig.axes if a.get_legend() is not None]
+        assert len(legends) == 1  # one legend for both axes
+        texts = [t.get_text() for t in legends[0].get_texts()]
+        assert plots.UNSEEN_LABEL in texts and "possible n-grams $V^n$" in texts
+        lines = [ln for a in fig.axes for ln in a.get_lines() if not ln.get_label().startswith("_")]
+        assert sorted(ln.get_label() for ln in lines) == sorted(texts)
+    finally:
+        plt.close(fig)
 
 
 def test_html_is_self_contained(quick_run):
@@ -464,9 +586,13 @@ def test_report_in_headless_chromium(quick_run, tmp_path):
     html = dom.stdout
     assert 'id="selftest" data-result="pass"' in html, html[html.find('id="selftest"') - 20:][:400]
     assert "figures decoded 5/5" in html
+    T = len(res["attention"]["tokens"])
+    # The self-test moved the mouse over heatmap row 1, then row T-2: the outline followed it.
+    assert f"heatmap row hover 1 then {T - 2} ok" in html
+    assert "start symbol &lt;s&gt; ok" in html  # position 0 reads <s>, in the token view and the heatmap
+    assert html.count('class="row-outline"') == 1
     for table in ("results-table", "vwall-table", "order-table", "curve-table", "interp-table"):
         assert f'id="{table}"' in html
-    T = len(res["attention"]["tokens"])
     assert html.count('class="cell"') == T * (T + 1) // 2  # the heatmap was drawn by the script
     assert html.count('class="att-tok') == T
     ARTIFACTS.mkdir(exist_ok=True)
