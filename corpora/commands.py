@@ -440,46 +440,6 @@ def tokenize_cmd(files: tuple, tokenizer_kind: Optional[str], lower: bool, norma
 
 
 # ---------------------------------------------------------------------------- stats
-def _ngram_keys(enc, order: int, base: int):
-    """One int64 key per predicted token: its n-gram (history padded with <s>) in base ``base``."""
-    import numpy as np
-
-    from .vocab import BOS_ID
-
-    ids = enc.ids.astype(np.int64)
-    pos = np.arange(len(ids), dtype=np.int64)
-    sent_start = np.repeat(enc.starts[:-1], np.diff(enc.starts))
-    key = ids.copy()
-    mult = 1
-    for k in range(1, order):
-        mult *= base
-        prev = pos - k
-        hist = np.where(prev >= sent_start, ids[np.maximum(prev, 0)], BOS_ID)
-        key += hist * mult
-    return key
-
-
-def ngram_sparsity(encoded: dict, n_ids: int, max_order: int) -> list:
-    """Per order: train n-gram types, singleton share, and per other split the share of
-    predicted tokens whose n-gram never occurs in train."""
-    import numpy as np
-
-    rows = []
-    for n in range(1, max_order + 1):
-        if n_ids ** n >= 2 ** 63:
-            break
-        train_keys, counts = np.unique(_ngram_keys(encoded["train"], n, n_ids), return_counts=True)
-        row = {"order": n, "train_types": int(len(train_keys)),
-               "singleton_share": float(np.mean(counts == 1)) if len(counts) else 0.0, "unseen": {}}
-        for split, enc in encoded.items():
-            if split == "train":
-                continue
-            keys = _ngram_keys(enc, n, n_ids)
-            row["unseen"][split] = float(np.mean(~np.isin(keys, train_keys, assume_unique=False))) if len(keys) else 0.0
-        rows.append(row)
-    return rows
-
-
 @click.command("stats")
 @click.argument("corpus_name", metavar="[CORPUS]", default="toy", required=False)
 @click.option("--min-count", default=None, metavar="N", help="Vocabulary min_count (default 1).")
@@ -529,14 +489,21 @@ def stats_cmd(corpus_name: str, min_count: Optional[str], max_size: Optional[str
                 echo(f"  warning: the truth for {split} counts {n_true:,} tokens, the encoded split "
                      f"{ds[split].n_tokens:,}")
     if max_order and "train" in ds.encoded:
-        rows = []
-        table = ngram_sparsity(ds.encoded, len(vocab), max_order)
+        # The same table as compare's V^n wall (ngramlm.sparsity): n-grams as the models see them.
+        from ngramlm.sparsity import sparsity_table
+
+        def of_possible(x: float) -> str:  # tiny at high orders: scientific below 0.01%
+            return _pct(x) if x >= 1e-4 else f"{100 * x:.1e}%"
+
         others = [s for s in ds.encoded if s != "train"]
+        table = sparsity_table(ds["train"], {s: ds[s] for s in others}, vocab=vocab, max_order=max_order)
+        rows = []
         for r in table:
-            rows.append([str(r["order"]), f"{r['train_types']:,}", _pct(r["singleton_share"])]
-                        + [_pct(r["unseen"][s]) for s in others])
-        echo("n-gram sparsity (history padded with <s>; seen once = share of train n-gram types occurring once;\n"
-             "  unseen = share of predicted tokens whose n-gram never occurs in train):")
-        echo(_table(rows, ["n", "train types", "seen once"] + [f"{s} unseen" for s in others]))
-        if len(table) < max_order:
-            echo(f"  (orders above {len(table)} skipped: ids do not fit 64-bit n-gram keys)")
+            rows.append([str(r["order"]), f"{r['distinct_train']:,}", of_possible(r["coverage_of_possible"]),
+                         _pct(r["singleton_share"])] + [_pct(r["splits"][s]["unseen_share"]) for s in others])
+        echo("n-gram sparsity (sentences as the models see them, <s> w1 .. wm </s>, n-grams never crossing one;\n"
+             "  train types = distinct train n-grams ending in a predicted token, of V^n possible with "
+             f"V = {vocab.n_types:,};\n"
+             "  seen once = share of those types occurring once; unseen = share of predicted tokens whose n-gram,\n"
+             "  shortened at the sentence start, never occurs in train):")
+        echo(_table(rows, ["n", "train types", "of V^n", "seen once"] + [f"{s} unseen" for s in others]))

@@ -101,6 +101,9 @@ class NgramLM:
 
     # ------------------------------------------------------------------ fitting
     def _make_smoother(self) -> Smoother:
+        # Every option goes in, None meaning "not given"; make_smoother refuses one the
+        # smoother does not take (discount for Witten-Bell, ...).  Checked here, at fit
+        # time, not in __init__: loading a saved model rebuilds it from its init params.
         return make_smoother(self.smoothing, k=self.k, discount=self.discount,
                              discount_fallback=self.discount_fallback, alpha=self.alpha, lambdas=self.lambdas)
 

@@ -485,18 +485,68 @@ ALIASES = {
 }
 
 
-def make_smoother(name: str, **params) -> Smoother:
-    """Build a smoother by name (``mkn``, ``kn``, ``absolute``, ``wb``, ``jm``, ``katz``,
-    ``stupid``, ``addk``, ``laplace``, ``mle``), passing only the parameters it takes."""
+# The command-line option of each NgramLM parameter, for error messages.
+OPTIONS = {"k": "--k", "discount": "--discount", "discount_fallback": "--discount-fallback", "alpha": "--alpha",
+           "lambdas": "--lambdas"}
+
+
+def smoother_params(name: str) -> tuple:
+    """The parameters smoother ``name`` takes (its keyword arguments).
+
+    ``mle`` and ``laplace`` take none: they are add-k with k fixed at 0 and 1.
+    """
+    key = _key(name)
+    if key in ("mle", "laplace"):
+        return ()
+    import inspect
+
+    # Keyword parameters only: a class without its own __init__ (Witten-Bell) shows object's *args/**kwargs.
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return tuple(p.name for p in inspect.signature(SMOOTHERS[key].__init__).parameters.values()
+                 if p.kind in kinds and p.name != "self")
+
+
+def _key(name: str) -> str:
     key = ALIASES.get(name.lower(), name.lower())
     if key not in SMOOTHERS:
         raise InputError(f"unknown smoother {name!r}", fix=f"choose one of {', '.join(SMOOTHERS)}")
-    if key == "mle":
-        params = {"k": 0.0}
-    elif key == "laplace":
-        params = {"k": 1.0}
-    cls = SMOOTHERS[key]
-    import inspect
+    return key
 
-    accepted = set(inspect.signature(cls.__init__).parameters) - {"self"}
-    return cls(**{k: v for k, v in params.items() if k in accepted and v is not None})
+
+def make_smoother(name: str, **params) -> Smoother:
+    """Build a smoother by name (``mkn``, ``kn``, ``absolute``, ``wb``, ``jm``, ``katz``,
+    ``stupid``, ``addk``, ``laplace``, ``mle``).
+
+    A parameter set to ``None`` counts as not given (``NgramLM`` and ``ngramlm train``
+    pass every option, ``None`` when absent).  A given parameter the smoother does not
+    take is an :class:`InputError`: silently ignoring, say, ``discount=0.3`` for
+    Witten-Bell would train another model than the one asked for.
+    """
+    key = _key(name)
+    given = {p: v for p, v in params.items() if v is not None}
+    takes = smoother_params(key)
+    for p, v in given.items():
+        if p not in takes:
+            raise _foreign_param(name, key, p, v)
+    if key == "mle":
+        given = {"k": 0.0}
+    elif key == "laplace":
+        given = {"k": 1.0}
+    return SMOOTHERS[key](**given)
+
+
+def _foreign_param(name: str, key: str, param: str, value) -> InputError:
+    def named(p: str) -> str:
+        return f"{p} ({OPTIONS[p]})" if p in OPTIONS else p
+
+    shown = repr(name) if name.lower() == key else f"{name!r} ({key})"
+    takes = smoother_params(key)
+    has = f"it takes {', '.join(map(named, takes))}" if takes else "it takes no parameters"
+    takers = [s for s in SMOOTHERS if param in smoother_params(s)]
+    if key in ("mle", "laplace") and param == "k":
+        fix = f"drop {named(param)}: {key} is add-k with k fixed at {0 if key == 'mle' else 1}; for another k use addk"
+    elif takers:
+        fix = f"drop {named(param)}, or use a smoother that takes it: {', '.join(takers)}"
+    else:
+        fix = f"drop {param}: no smoother takes it"
+    return InputError(f"smoother {shown} does not take {named(param)}, got {value!r}; {has}", fix=fix)

@@ -15,7 +15,7 @@ import numpy as np
 from corpora.errors import InputError
 from corpora.vocab import BOS_ID, EncodedText
 from ngramlm import NgramCounts, NgramLM
-from ngramlm.counts import lookup, padded_stream
+from ngramlm.sparsity import flat_row, sparsity_table
 
 LOG2_10 = math.log2(10.0)
 FALLBACK = {"mkn": (0.5, 1.0, 1.5), "kn": (0.5, 1.0, 1.5), "absolute": (0.5, 1.0, 1.5), "katz": True}
@@ -30,59 +30,21 @@ def truncate_counts(counts: NgramCounts, k: int) -> NgramCounts:
 
 
 # ---------------------------------------------------------------------------- the V^n wall
-def seen_lengths(counts: NgramCounts, text: EncodedText) -> tuple[np.ndarray, np.ndarray]:
-    """For every predicted token of ``text``: the n-gram length MLE of order ``counts.order`` uses
-    there (``min(order, position + 1)``, shorter at sentence starts) and the longest n-gram ending at
-    it that was seen in the counted text (0: not even the word).
-
-    A token's n-gram was seen iff ``longest >= length``; MLE gives it probability 0 otherwise.
-    """
-    tokens, pos = padded_stream(text)
-    V = counts.vocab_size
-    n = counts.order
-    linked = np.zeros(len(pos), dtype=bool)
-    linked[1:] = pos[1:] == pos[:-1] + 1
-    gid = np.where(counts.tables[0].count[tokens] > 0, tokens, -1)
-    longest = np.where(gid >= 0, 1, 0).astype(np.int64)
-    for k in range(2, n + 1):
-        prev = np.full(len(tokens), -1, dtype=np.int64)
-        prev[1:] = gid[:-1]
-        q = np.where((pos >= k - 1) & (prev >= 0) & linked, prev * V + tokens, -1)
-        gid = lookup(counts.keys(k), q) if len(counts.tables[k - 1]) else np.full(len(tokens), -1, dtype=np.int64)
-        longest[gid >= 0] = k
-    keep = pos > 0  # <s> is never predicted
-    length = np.minimum(pos, n - 1) + 1
-    return length[keep], longest[keep]
-
-
 def vwall(counts: NgramCounts, vocab, train: EncodedText, test: EncodedText) -> list:
-    """One row per order k: V^k, distinct k-grams in train, unseen test n-grams, MLE zeros on test."""
-    V = vocab.n_types
+    """One row per order k: the V^n wall of :func:`ngramlm.sparsity.sparsity_table` (the numbers
+    ``ngramlm stats`` prints), flat as ``test_unseen`` etc., plus MLE of order k on test."""
     rows = []
-    for k in range(1, counts.order + 1):
-        ck = truncate_counts(counts, k)
-        length, longest = seen_lengths(ck, test)
-        unseen = int(np.count_nonzero(longest < length))
-        full = length == k
-        unseen_full = int(np.count_nonzero(full & (longest < k)))
-        lm = NgramLM(order=k, smoothing="mle").fit(train, vocab=vocab, counts=ck)
+    for r in sparsity_table(train, {"test": test}, vocab=vocab, counts=counts):
+        k = r["order"]
+        lm = NgramLM(order=k, smoothing="mle").fit(train, vocab=vocab, counts=truncate_counts(counts, k))
         rep = lm.perplexity_report(test)
-        rows.append({
-            "order": k,
-            "possible": V ** k,
-            "possible_log10": k * math.log10(V),
-            "distinct_train": ck.n_distinct(k),
-            "train_ngram_tokens": ck.total(k),
-            "coverage_of_possible": ck.n_distinct(k) / float(V) ** k,
-            "test_tokens": int(len(length)),
-            "test_unseen": unseen,
-            "test_unseen_share": unseen / max(1, len(length)),
-            "test_full_length": int(np.count_nonzero(full)),
-            "test_full_length_unseen": unseen_full,
+        row = flat_row(r, "test")
+        row.update({
             "mle_zero_probs": rep.zero_probs,
             "mle_ppl": None if rep.zero_probs else rep.ppl,  # None: infinite
             "mle_ppl_nonzero_events": rep.ppl,
         })
+        rows.append(row)
     return rows
 
 

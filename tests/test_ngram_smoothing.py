@@ -215,3 +215,101 @@ def test_katz_matches_an_independent_dict_implementation(timemachine):
         for w in list(seen)[:20] + list(rng.choice(types, 20)):
             want = seen[w] if w in seen else alpha * pu[w]
             assert lm.prob(w, hist) == pytest.approx(want, rel=1e-9), (h, w)
+
+
+# ---------------------------------------------------------------------------- parameters
+# The NgramLM options (and `ngramlm train` flags) each smoother takes; any other given
+# option is an error rather than silently ignored.
+TAKES = {
+    "mkn": {"discount_fallback"}, "kn": {"discount_fallback"}, "absolute": {"discount", "discount_fallback"},
+    "wb": set(), "jm": {"lambdas"}, "katz": {"discount_fallback"}, "stupid": {"alpha"}, "addk": {"k"},
+    "laplace": set(), "mle": set(),
+}
+VALUES = {"k": 0.5, "discount": 0.3, "discount_fallback": (0.5, 1.0, 1.5), "alpha": 0.25, "lambdas": [0.3, 0.7]}
+FLAGS = {"k": "--k", "discount": "--discount", "discount_fallback": "--discount-fallback", "alpha": "--alpha",
+         "lambdas": "--lambdas"}
+FOREIGN = [(s, p) for s in TAKES for p in VALUES if p not in TAKES[s]]
+OWN = [(s, p) for s in TAKES for p in sorted(TAKES[s])]
+
+
+def test_every_smoother_is_covered():
+    from ngramlm import SMOOTHERS
+
+    assert set(TAKES) == set(SMOOTHERS)
+    assert len(FOREIGN) == 10 * 5 - len(OWN) == 42
+
+
+@pytest.mark.parametrize("smoothing,param", FOREIGN)
+def test_a_parameter_the_smoother_does_not_take_is_an_error(smoothing, param):
+    lm = NgramLM(order=2, smoothing=smoothing, **{param: VALUES[param]})
+    with pytest.raises(InputError) as e:
+        lm._make_smoother()  # what `ngramlm train` calls to validate before any work
+    err = e.value
+    # The message names the smoother, the parameter and its flag; the fix says who takes it.
+    assert f"smoother {smoothing!r} does not take {param} ({FLAGS[param]}), got {VALUES[param]!r}" in err.message
+    takers = [s for s in TAKES if param in TAKES[s]]
+    if smoothing in ("mle", "laplace") and param == "k":
+        assert err.fix == (f"drop k (--k): {smoothing} is add-k with k fixed at {0 if smoothing == 'mle' else 1}; "
+                           "for another k use addk")
+    else:
+        assert err.fix == f"drop {param} ({FLAGS[param]}), or use a smoother that takes it: {', '.join(takers)}"
+    with pytest.raises(InputError, match=f"does not take {param}"):
+        fit(smoothing, **{param: VALUES[param]})  # fit refuses it too
+
+
+@pytest.mark.parametrize("smoothing,param", OWN)
+def test_a_parameter_the_smoother_takes_reaches_it(smoothing, param):
+    lm, _ = fit(smoothing, **{param: VALUES[param]})
+    assert lm.smoother_params_[param] == VALUES[param]
+
+
+@pytest.mark.parametrize("smoothing", list(TAKES))
+def test_none_means_not_given(smoothing):
+    # The CLI passes every option, None when absent.
+    kw = {p: None for p in VALUES}
+    if smoothing in ("mkn", "kn", "katz", "absolute"):
+        kw["discount_fallback"] = VALUES["discount_fallback"]  # the toy counts are degenerate
+    if smoothing == "jm":
+        kw["lambdas"] = VALUES["lambdas"]
+    lm, _ = fit(smoothing, **kw)
+    assert lm.smoother_name_ == ("laplace" if smoothing == "addk" else smoothing)  # add-k's k defaults to 1
+
+
+def test_wb_with_discount_example_and_aliases():
+    train, v = _toy_text()
+    with pytest.raises(InputError) as e:
+        NgramLM(order=3, smoothing="wb", discount=0.3).fit(train, vocab=v)
+    assert str(e.value) == ("smoother 'wb' does not take discount (--discount), got 0.3; it takes no parameters "
+                            "(fix: drop discount (--discount), or use a smoother that takes it: absolute)")
+    with pytest.raises(InputError) as e:
+        NgramLM(order=3, smoothing="Kneser-Ney", alpha=0.4)._make_smoother()
+    assert e.value.message == ("smoother 'Kneser-Ney' (kn) does not take alpha (--alpha), got 0.4; "
+                               "it takes discount_fallback (--discount-fallback), discounts")
+    assert e.value.fix == "drop alpha (--alpha), or use a smoother that takes it: stupid"
+
+
+def test_make_smoother_refuses_unknown_parameters_and_keeps_class_ones():
+    from ngramlm import make_smoother
+
+    with pytest.raises(InputError) as e:
+        make_smoother("absolute", discout=0.3)
+    assert e.value.message == ("smoother 'absolute' does not take discout, got 0.3; "
+                               "it takes discount (--discount), discount_fallback (--discount-fallback)")
+    assert e.value.fix == "drop discout: no smoother takes it"
+    assert make_smoother("katz", k_max=7).k_max == 7  # API-only parameters still reach their smoother
+    assert make_smoother("mkn", discounts=[[0.5, 1.0, 1.5]]).discounts == [[0.5, 1.0, 1.5]]
+    with pytest.raises(InputError, match="'kn' does not take k_max"):
+        make_smoother("kn", k_max=7)
+
+
+def test_cli_train_refuses_a_foreign_option_on_one_line(run_cli, tmp_path):
+    code, out, err = run_cli("train", "toy", "-o", tmp_path / "x.npz", "--smoothing", "wb", "--discount", "0.3")
+    assert code == 2
+    assert err == ("Error: smoother 'wb' does not take discount (--discount), got 0.3; it takes no parameters "
+                   "(fix: drop discount (--discount), or use a smoother that takes it: absolute)\n")
+    assert not (tmp_path / "x.npz").exists()
+
+
+def _toy_text():
+    v = Vocab().fit(TOY)
+    return v.encode_sentences(TOY), v
