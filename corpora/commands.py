@@ -12,7 +12,6 @@ prints it on one line and exits with status 2.
 """
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections import Counter
 from pathlib import Path
@@ -21,50 +20,16 @@ from typing import Iterable, Optional
 import click
 
 from .errors import InputError
-from .tokenize import KINDS, TokenizerSpec
+from .options import data_dir_option, tokenizer_options, tokenizer_spec
+from .tokenize import TokenizerSpec
 
-_NORMALIZE_CHOICES = ("NFC", "NFKC", "NFD", "NFKD")
 _MIN_COUNT_TABLE = (1, 2, 3, 5)
 _MAX_SIZE_TABLE = (100, 1000, 10000)
 _COVERAGE_K = (100, 1000, 10000)
 
 
 # ---------------------------------------------------------------------------- shared options
-def data_dir_option(f):
-    return click.option(
-        "--data-dir",
-        type=str,
-        default=None,
-        metavar="DIR",
-        help="Folder holding one sub-folder per corpus (default: $NGRAMLM_DATA_DIR, else ~/.cache/ngramlm/corpora).",
-    )(f)
-
-
-def tokenizer_options(f=None, *, kind_help: str = "Tokenizer (default: the corpus's own; whitespace for files)."):
-    def decorate(f):
-        f = click.option("--normalize", type=click.Choice(_NORMALIZE_CHOICES), default=None,
-                         help="Unicode normalisation applied before tokenizing.")(f)
-        f = click.option("--lower", is_flag=True, default=False, help="Lower-case before tokenizing.")(f)
-        f = click.option("--tokenizer", "tokenizer_kind", type=click.Choice(KINDS), default=None, help=kind_help)(f)
-        return f
-
-    return decorate(f) if f is not None else decorate
-
-
-def _tokenizer_override(base: Optional[TokenizerSpec], kind: Optional[str], lower: bool,
-                        normalize: Optional[str]) -> Optional[TokenizerSpec]:
-    """``base`` with the command-line changes applied; None when nothing was asked."""
-    if kind is None and not lower and normalize is None:
-        return None
-    spec = base or TokenizerSpec()
-    changes = {}
-    if kind is not None:
-        changes["kind"] = kind
-    if lower:
-        changes["lower"] = True
-    if normalize is not None:
-        changes["normalize"] = normalize
-    return dataclasses.replace(spec, **changes)
+# --data-dir and the tokenizer options are spelled once for every command (corpora.options).
 
 
 def _parse_int(value: Optional[str], option: str, *, minimum: int = 1) -> Optional[int]:
@@ -271,7 +236,7 @@ def _check_output(output: str, source: str) -> Path:
 @tokenizer_options
 @data_dir_option
 def vocab_build(source: str, output: str, min_count: Optional[str], max_size: Optional[str],
-                tokenizer_kind: Optional[str], lower: bool, normalize: Optional[str], data_dir: Optional[str]) -> None:
+                tokenizer: Optional[str], lower: Optional[bool], normalize: Optional[str], data_dir: Optional[str]) -> None:
     """Fit a vocabulary on the training split of CORPUS_OR_FILE and write it as JSON.
 
     A text file's last lines are held out as valid/test (5% each), as everywhere in
@@ -282,7 +247,7 @@ def vocab_build(source: str, output: str, min_count: Optional[str], max_size: Op
     mc = _parse_int(min_count, "--min-count") or 1
     ms = _parse_int(max_size, "--max-size")
     out = _check_output(output, source)
-    tok = _tokenizer_override(_base_tokenizer(source), tokenizer_kind, lower, normalize)
+    tok = tokenizer_spec(tokenizer, lower, normalize, _base_tokenizer(source))
     corpus = _load(source, data_dir=data_dir, tokenizer=tok, splits=("train",))
     vocab = Vocab(min_count=mc, max_size=ms, unk_token=corpus.unk_token or "<unk>",
                   tokenizer=corpus.tokenizer).fit(corpus.sentences("train"))
@@ -307,13 +272,13 @@ def vocab_build(source: str, output: str, min_count: Optional[str], max_size: Op
 @tokenizer_options
 @data_dir_option
 def vocab_stats(source: str, vocab_path: Optional[str], min_count: Optional[str], max_size: Optional[str],
-                tokenizer_kind: Optional[str], lower: bool, normalize: Optional[str], data_dir: Optional[str]) -> None:
+                tokenizer: Optional[str], lower: Optional[bool], normalize: Optional[str], data_dir: Optional[str]) -> None:
     """Vocabulary size, cut-off effects, OOV rate per split and top-K coverage."""
     from .vocab import Vocab
 
     mc = _parse_int(min_count, "--min-count")
     ms = _parse_int(max_size, "--max-size")
-    tok = _tokenizer_override(_base_tokenizer(source), tokenizer_kind, lower, normalize)
+    tok = tokenizer_spec(tokenizer, lower, normalize, _base_tokenizer(source))
     vocab = None
     if vocab_path is not None:
         if mc is not None or ms is not None:
@@ -413,12 +378,12 @@ def _iter_stdin_lines(stream) -> Iterable[str]:
 @click.command("tokenize")
 @click.argument("files", nargs=-1, metavar="[FILES]...")
 @tokenizer_options(kind_help="Tokenizer (default: whitespace).")
-def tokenize_cmd(files: tuple, tokenizer_kind: Optional[str], lower: bool, normalize: Optional[str]) -> None:
+def tokenize_cmd(files: tuple, tokenizer: Optional[str], lower: Optional[bool], normalize: Optional[str]) -> None:
     """Tokenize text from stdin (or FILES, plain or .gz): one line of space-separated tokens per input line."""
     from .textio import iter_lines
     from .tokenize import make_tokenizer
 
-    spec = _tokenizer_override(TokenizerSpec(), tokenizer_kind, lower, normalize) or TokenizerSpec()
+    spec = tokenizer_spec(tokenizer, lower, normalize, TokenizerSpec()) or TokenizerSpec()
     tok = make_tokenizer(spec)
     sys.stdout.flush()
     out = sys.stdout.buffer

@@ -40,9 +40,10 @@ def tokenizer_options(f=None, *, kind_help: str = "How to cut text into tokens (
 
 def tokenizer_spec(kind: Optional[str], lower: Optional[bool], normalize: Optional[str],
                    base: Optional[TokenizerSpec] = None) -> Optional[TokenizerSpec]:
-    """``base`` (or the whitespace default) with the options given applied; None when none was given."""
+    """``base`` (or the whitespace default) with the options given applied; None when none was given
+    (the caller then uses the corpus's or the model's own spec)."""
     if kind is None and lower is None and normalize is None:
-        return base
+        return None
     spec = base or TokenizerSpec()
     changes = {}
     if kind is not None:

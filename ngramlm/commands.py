@@ -6,7 +6,6 @@ corpus name (``ptb``, ``toy``, ...; the split is chosen with ``--split``).
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Optional

@@ -5,9 +5,10 @@ import time
 from pathlib import Path
 
 import click
+
+from corpora.options import data_dir_option, seed_option, threads_option
 from click.core import ParameterSource
 
-from corpora.datadir import ENV_VAR
 from corpora.errors import InputError
 from corpora.tokenize import KINDS
 
@@ -103,12 +104,10 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
                    "(options given explicitly still apply).")
 @click.option("--force", is_flag=True, help="Re-run into an existing folder; unchanged models come from its cache.")
 @click.option("--resume", is_flag=True, help="Continue the interrupted run in --out with its recorded settings.")
-@click.option("--data-dir", envvar=ENV_VAR, type=click.Path(file_okay=False), default=None,
-              help=f"Folder holding the corpora [env {ENV_VAR}].")
-@click.option("--seed", type=int, default=1234, show_default=True, help="Seed of the neural models.")
-@click.option("--threads", type=int, default=1, show_default=True,
-              help="torch.set_num_threads.  The compared models are small: one thread is about as fast, and "
-                   "does not collapse when other jobs share the cores (two busy-waiting threads do).")
+@data_dir_option
+@seed_option(help="Seed of the neural models.")
+@threads_option(default=1, help="torch.set_num_threads.  The compared models are small: one thread is about as fast, "
+                                "and does not collapse when other jobs share the cores (two busy-waiting threads do).")
 @click.option("--verbose", is_flag=True, help="Also print the neural models' per-epoch log.")
 @click.pass_context
 def compare_cmd(ctx, corpus, out, tokenizer, max_order, smoothers, neural, neural_minutes, neural_epochs, neural_size, checkpoints, curve,
