@@ -294,8 +294,7 @@ def score_cmd(model_path, text, per_token, split, data_dir, tokenizer, lower, no
                 i += 1
             out.append("")
     else:
-        cs = np.concatenate([[0.0], np.cumsum(s.log10_prob)])
-        tot = cs[enc.starts[1:]] - cs[enc.starts[:-1]]
+        tot = np.add.reduceat(s.log10_prob, enc.starts[:-1])  # per-sentence sums (an MLE -inf stays -inf)
         for sent, lp in zip(sents, tot):
             out.append(f"{lp:.6f}\t{' '.join(sent)}")
     click.echo("\n".join(out))

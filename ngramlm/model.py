@@ -345,8 +345,12 @@ class NgramLM:
 
     def sentence_log10_probs(self, text: EncodedText) -> np.ndarray:
         s = self.token_scores(text)
-        cs = np.concatenate([[0.0], np.cumsum(s.log10_prob)])
-        return cs[text.starts[1:]] - cs[text.starts[:-1]]
+        # Per-sentence sums, not differences of one running sum: after a -inf token (an MLE
+        # zero) every later difference would be -inf - -inf = NaN.  Each sentence has at least
+        # its </s>, so no segment is empty.
+        if len(s.log10_prob) == 0:
+            return np.zeros(0)
+        return np.add.reduceat(s.log10_prob, text.starts[:-1])
 
     def encode(self, sentences: Iterable[Sequence[str]]) -> tuple[EncodedText, np.ndarray]:
         """Encode token lists with the model's vocabulary; also return the OOV flags."""
