@@ -149,6 +149,11 @@ def compare_cmd(ctx, corpus, out, tokenizer, max_order, smoothers, neural, neura
         from .compare import inspect_checkpoints
 
         adopted = inspect_checkpoints(settings, data)
+    if settings.neural or adopted:  # say now, not afterwards, when a budget cannot pay for the scoring
+        from .neural_part import budget_notes
+
+        for note in budget_notes(settings, data, tuple(info["model"] for info in adopted or ())):
+            _echo_err(note)
     start_run(out_path, settings)
     run = Run(settings, out_path, data=data, log=_echo_err, verbose=verbose, adopted=adopted)
     try:

@@ -254,3 +254,55 @@ def attention_view(checkpoint: Path, ids: np.ndarray, labels: list) -> dict:
             "n_heads": len(layers[0]) if layers else 0, "log_weights": layers,
             "note": "row i: where the model attends when reading token i (to predict token i+1); "
                     "the first token is the start symbol <s>"}
+
+
+# ---------------------------------------------------------------------------- budgets, checked first
+def scoring_seconds(name: str, size: str, data, probe_tokens: int = 2000) -> float:
+    """Seconds this machine needs to evaluate an untrained ``name`` model of ``size`` as a budgeted
+    row does after training: one validation pass (8 rows) and the full-history scoring of valid
+    and test.  Timed on a prefix of the validation text and extrapolated (the cost is linear)."""
+    model = build_model(kind_of(name), model_config(name, size, len(data.vocab)), seed=0)
+    ids = data["valid"].ids[:probe_tokens]
+    if len(ids) < 2:
+        return 0.0
+    from neural.evaluate import evaluate
+
+    t0 = time.perf_counter()
+    token_log_probs(model, ids)
+    t1 = time.perf_counter()
+    evaluate(model, ids, batch_size=COMPARE_TRAIN_PRESETS[kind_of(name)].eval_batch_size)
+    t2 = time.perf_counter()
+    n_valid, n_test = data["valid"].n_tokens, data["test"].n_tokens
+    return ((t1 - t0) * (n_valid + n_test) + (t2 - t1) * n_valid) / len(ids)
+
+
+def budget_notes(settings, data, adopted_models: tuple = ()) -> list:
+    """Before anything is trained: one note per minutes budget that cannot even pay for the scoring.
+
+    A budget covers everything a model costs in the run (training, validation, scoring of valid
+    and test), and the trainer keeps it wherever the scoring leaves room to train.  Where the
+    scoring alone takes longer, no budget can hold; the run goes on (one batch is trained) and
+    the note says so up front, with the smallest budget that would hold, instead of surprising
+    the user afterwards.  The report shows every row's budget against its actual cost.
+    """
+    if settings.neural_epochs is not None or not (settings.neural or adopted_models):
+        return []
+    torch.set_num_threads(settings.threads)
+    trained = [n for n in settings.neural if n not in adopted_models]
+    # The learning curve retrains the best neural model, which may be any of them.
+    candidates = list(dict.fromkeys(trained + list(adopted_models)))
+    cost = {name: scoring_seconds(name, settings.neural_size, data) for name in candidates}
+    checks = [("--neural-minutes", trained, settings.main_budget()["minutes"], 1)]
+    if settings.curve:
+        checks.append(("--curve-minutes", candidates, settings.curve_budget()["minutes"], len(settings.curve)))
+    notes = []
+    for option, names, minutes, times in checks:
+        for name in names:
+            need = cost[name]
+            if need > 0.8 * minutes * 60:  # 20 % of the budget is left for training at least a little
+                holds = math.ceil(need / 0.8 / 60 * 10) / 10
+                notes.append(f"note: {LABELS.get(name, name)} ({settings.neural_size}) needs about {need:.0f} s on this "
+                             f"machine just to score valid and test, more than {option} {minutes:g} allows; "
+                             f"{'each of its ' + str(times) + ' rows' if times > 1 else 'its row'} will overshoot "
+                             f"(pass {option} {holds:g} or more for a budget that holds, or a smaller --neural-size)")
+    return notes
