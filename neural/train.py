@@ -293,9 +293,18 @@ class Trainer:
         self._score_rate = n / max(t2 - t1, 1e-6) if self.reserve_tokens else math.inf
 
     def _final_cost(self) -> float:
-        """Seconds the run still needs after the last batch: one validation pass and the caller's scoring."""
-        val = (self._eval_seconds if self._eval_seconds else len(self.valid_ids) / self._val_rate)
-        return val + self.reserve_tokens / self._score_rate
+        """Seconds the run still needs after the last batch: one validation pass and the caller's scoring.
+
+        Once a real validation pass has run, its time replaces the probe's estimate, and the scoring
+        estimate is scaled by the same ratio (the machine got busier or quieter since the probe).
+        5 % is added: the estimate is a measurement on a shared CPU, and overshooting is the worse error."""
+        if self._eval_seconds and math.isfinite(self._val_rate):
+            val = self._eval_seconds
+            slowdown = val / (len(self.valid_ids) / self._val_rate)
+        else:
+            val = len(self.valid_ids) / self._val_rate
+            slowdown = 1.0
+        return 1.05 * (val + slowdown * self.reserve_tokens / self._score_rate)
 
     def fit(self) -> TrainResult:
         cfg, model = self.cfg, self.model
