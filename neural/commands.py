@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import time
 from pathlib import Path
 from typing import Optional
 
 import click
+import numpy as np
 
 from corpora import load_corpus, prepare
 from corpora.errors import InputError
@@ -47,12 +49,12 @@ def _score_sentences(checkpoint_path, text_path_or_corpus, split, data_dir, voca
             raise InputError(f"the training corpus {name!r} is not available here", path=checkpoint_path,
                              fix="pass a corpus name or a text file")
         corpus = load_corpus(name, data_dir=data_dir, tokenizer=vocab.tokenizer)
-        return corpus.sentences(split), f"{name} ({split})"
+        return corpus.sentences(split), f"{name}:{split}"
     from corpora.sources import read_text_source
 
     src = read_text_source(str(text_path_or_corpus), split=split, data_dir=data_dir,
                            tokenizer=vocab.tokenizer)
-    return src.sentences, (f"{src.corpus} ({split})" if src.corpus else src.description)
+    return src.sentences, src.description
 
 
 def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optional[str] = None, *,
@@ -66,8 +68,10 @@ def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optiona
     tokens predicted (words + sentence ends), total log-probability in nats, log10 and
     log2, perplexity and bits per token.
     """
+    from ngramlm.summary import oov_flags, report_from_log10
+
     from .checkpoint import load_model
-    from .evaluate import evaluate
+    from .evaluate import evaluate, token_log_probs
 
     if threads:
         _set_threads(threads)
@@ -75,42 +79,30 @@ def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optiona
     data_info = (ckpt.get("train") or {}).get("data") or {}
     sentences, described = _score_sentences(checkpoint_path, text_path_or_corpus, split, data_dir, vocab, data_info)
     encoded = vocab.encode_sentences(sentences)
-    n_oov, n_words = vocab.oov_count(sentences)
+    oov = oov_flags(vocab, sentences)
     t0 = time.perf_counter()
-    result = evaluate(model, encoded.ids, batch_size=batch_size)
-    return {
+    if batch_size == 1:
+        # Per-token scores: the same accounting as an n-gram model (OOVs, ppl excluding OOVs, ppl1).
+        log10 = token_log_probs(model, encoded.ids) / math.log(10)
+        d = report_from_log10(log10, oov, encoded.n_sentences).to_dict()
+    else:  # rows scored in parallel give a total only
+        result = evaluate(model, encoded.ids, batch_size=batch_size)
+        d = report_from_log10(np.full(result.n_predicted, result.log10_prob / max(1, result.n_predicted)),
+                              np.zeros(result.n_predicted, dtype=bool), encoded.n_sentences).to_dict()
+        d["oovs"] = int(oov.sum())
+        d["ppl_excluding_oovs"] = None  # needs per-token scores: --batch-size 1
+    d.update({
         "model": str(checkpoint_path),
         "architecture": ckpt["model"]["name"],
+        "describe": f"neural {ckpt['model']['name']}",
         "text": described,
-        "sentences": encoded.n_sentences,
-        "words": n_words,
-        "oovs": n_oov,
-        "tokens_predicted": result.n_predicted,
         "n_types": vocab.n_types,
-        "log_prob_nats": result.log_prob_nats,
-        "log10_prob": result.log10_prob,
-        "log2_prob": result.log2_prob,
-        "ppl": result.ppl,
-        "bits_per_token": result.bits_per_token,
+        "tokens_predicted": d["tokens"],  # the name earlier versions printed
+        "log_prob_nats": d["log10_prob"] * math.log(10),
+        "log2_prob": d["log10_prob"] / math.log10(2),
         "seconds": round(time.perf_counter() - t0, 2),
-    }
-
-
-def format_summary(s: dict) -> str:
-    rows = [
-        ("model", f"{s['model']} ({s['architecture']})"),
-        ("text", s["text"]),
-        ("sentences", f"{s['sentences']:,}"),
-        ("words", f"{s['words']:,}"),
-        ("OOVs (mapped to <unk>)", f"{s['oovs']:,} ({100 * s['oovs'] / max(1, s['words']):.2f}%)"),
-        ("tokens predicted", f"{s['tokens_predicted']:,} (words + sentence ends, over {s['n_types']:,} types)"),
-        ("log-prob (log10)", f"{s['log10_prob']:.2f}"),
-        ("log-prob (nats)", f"{s['log_prob_nats']:.2f}"),
-        ("bits per token", f"{s['bits_per_token']:.4f}"),
-        ("perplexity", f"{s['ppl']:.2f}"),
-    ]
-    width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+    })
+    return d
 
 
 # ---------------------------------------------------------------------------- the group
@@ -321,9 +313,11 @@ def train_cmd(corpus, model_name, impl, data_dir, tokenizer, min_count, max_voca
 @json_option
 def ppl_cmd(checkpoint, text_or_corpus, split, data_dir, batch_size, threads, as_json):
     """Perplexity of CHECKPOINT on a corpus split or a text file [default: its training corpus]."""
+    from ngramlm.summary import format_report
+
     summary = ppl_summary(checkpoint, text_or_corpus, split=split, data_dir=data_dir, batch_size=batch_size,
                           threads=threads)
-    click.echo(json.dumps(summary, indent=2) if as_json else format_summary(summary))
+    click.echo(json.dumps(summary, indent=2) if as_json else format_report(summary))
 
 
 @neural_group.command("generate")

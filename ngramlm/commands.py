@@ -15,6 +15,7 @@ import click
 from corpora.errors import InputError
 from corpora.options import data_dir_option, json_option, seed_option, tokenizer_options, tokenizer_spec
 from corpora.textio import check_writable
+from ngramlm.summary import format_report
 
 MODEL_SUFFIXES_ARPA = (".arpa", ".arpa.gz", ".lm")
 
@@ -248,23 +249,20 @@ def _prepare_text(model_path, text, split, data_dir, tokenizer, lower, normalize
 def ppl_cmd(model_path, text, split, data_dir, as_json, tokenizer, lower, normalize):
     """Perplexity of MODEL (n-gram, ARPA or neural checkpoint) on TEXT (file, '-', or corpus name)."""
     if _is_neural(model_path):
-        from neural.commands import format_summary, ppl_summary
+        from neural.commands import ppl_summary
 
         summary = ppl_summary(model_path, text, split=split, data_dir=data_dir)
-        click.echo(json.dumps(summary, indent=2) if as_json else format_summary(summary))
+        click.echo(json.dumps(summary, indent=2) if as_json else format_report(summary))
         return
     lm, sents, enc, oov, where = _prepare_text(model_path, text, split, data_dir, tokenizer, lower, normalize)
     r = lm.perplexity_report(enc, oov=oov)
+    d = r.to_dict()
+    d.update({"model": str(model_path), "text": where, "order": lm.order_, "smoothing": lm.smoother_name_,
+              "describe": f"{lm.order_}-gram {lm.smoother_name_}"})
     if as_json:
-        d = r.to_dict()
-        d.update({"model": str(model_path), "text": where, "order": lm.order_, "smoothing": lm.smoother_name_})
         click.echo(json.dumps(d, indent=2))
         return
-    click.echo(f"file {where}: {r.sentences} sentences, {r.words} words, {r.oovs} OOVs")
-    click.echo(f"{r.zero_probs} zeroprobs, logprob= {r.log10_prob:.6f} ppl= {r.ppl:.6f} ppl1= {r.ppl1:.6f}")
-    click.echo(f"Perplexity including OOVs:\t{r.ppl:.6f}")
-    click.echo(f"Perplexity excluding OOVs:\t{r.ppl_excluding_oovs:.6f}")
-    click.echo(f"Tokens predicted:\t{r.tokens}  (words + sentence ends; <s> is never predicted)")
+    click.echo(format_report(d))
     if r.zero_probs:
         click.echo(f"Note: {r.zero_probs} events have probability 0 under {lm.smoother_name_}; their perplexity "
                    "is infinite, so the figures above leave them out.")

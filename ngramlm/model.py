@@ -18,10 +18,12 @@ import numpy as np
 
 from corpora.errors import InputError, NotFittedError
 from corpora.textio import atomic_write_bytes
+
 from corpora.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, EncodedText, Vocab
 
 from .counts import NgramCounts, check_order, lookup, padded_stream
 from .smoothing import AdditiveSmoother, BackoffTables, Smoother, make_smoother
+from .summary import PerplexityReport, oov_flags, report_from_log10  # noqa: F401 (PerplexityReport re-exported)
 
 FORMAT = "ngramlm.ngram"
 FORMAT_VERSION = 1
@@ -39,30 +41,6 @@ class TokenScores:
 
     def __len__(self) -> int:
         return len(self.log10_prob)
-
-
-@dataclass
-class PerplexityReport:
-    """What KenLM's ``query -v summary`` and SRILM's ``ngram -ppl`` report."""
-
-    sentences: int
-    words: int  # word tokens (sentence ends excluded)
-    tokens: int  # predicted tokens = words + sentence ends
-    oovs: int
-    zero_probs: int  # events with probability 0 (MLE), left out of log10_prob and ppl
-    log10_prob: float  # total over non-zero events, OOVs included
-    ppl: float  # including OOVs (KenLM "Perplexity including OOVs")
-    ppl_excluding_oovs: float
-    ppl1: float  # SRILM's ppl1: sentence ends left out of the denominator
-
-    @property
-    def bits_per_token(self) -> float:
-        return math.log2(self.ppl)
-
-    def to_dict(self) -> dict:
-        d = dict(self.__dict__)
-        d["bits_per_token"] = self.bits_per_token
-        return d
 
 
 class NgramLM:
@@ -318,21 +296,7 @@ class NgramLM:
 
     def perplexity_report(self, text: EncodedText, *, oov: Optional[np.ndarray] = None) -> PerplexityReport:
         s = self.token_scores(text, oov=oov)
-        finite = np.isfinite(s.log10_prob)
-        zero = int(np.count_nonzero(~finite))
-        total = float(s.log10_prob[finite].sum())
-        n_tok = len(s)
-        n_oov = int(np.count_nonzero(s.oov))
-        n_sent = text.n_sentences
-        counted = n_tok - zero
-        ppl = 10.0 ** (-total / counted) if counted else float("inf")
-        ex = finite & ~s.oov
-        n_ex = int(np.count_nonzero(ex))
-        ppl_ex = 10.0 ** (-float(s.log10_prob[ex].sum()) / n_ex) if n_ex else float("inf")
-        denom1 = counted - n_sent
-        ppl1 = 10.0 ** (-total / denom1) if denom1 > 0 else float("inf")
-        return PerplexityReport(sentences=n_sent, words=n_tok - n_sent, tokens=n_tok, oovs=n_oov, zero_probs=zero,
-                                log10_prob=total, ppl=ppl, ppl_excluding_oovs=ppl_ex, ppl1=ppl1)
+        return report_from_log10(s.log10_prob, s.oov, text.n_sentences)
 
     def log10_score(self, text: EncodedText) -> float:
         """Total log10 probability of the text (-inf if any event has probability 0)."""
@@ -356,15 +320,7 @@ class NgramLM:
         """Encode token lists with the model's vocabulary; also return the OOV flags."""
         self._check_fitted()
         sentences = list(sentences)
-        enc = self.vocab_.encode_sentences(sentences)
-        stoi = self.vocab_.stoi_
-        unk_is_type = bool(self.vocab_.n_corpus_unk_)
-        unk = self.vocab_.unk_token
-        flags = []
-        for s in sentences:
-            flags.extend((t not in stoi) or (t == unk and not unk_is_type) for t in s)
-            flags.append(False)
-        return enc, np.asarray(flags, dtype=bool)
+        return self.vocab_.encode_sentences(sentences), oov_flags(self.vocab_, sentences)
 
     # ------------------------------------------------------------------ single queries
     def log10_prob(self, word: str, context: Sequence[str] = ()) -> float:

@@ -61,7 +61,8 @@ def test_train_ppl_generate_and_resume(corpus, tmp_path):
     summary = json.loads(r.output)
     assert summary["sentences"] == 10 and summary["ppl"] < len(WORDS) + 2
     r = run("ppl", out, corpus)
-    assert "tokens predicted" in r.output and "perplexity" in r.output
+    # The same summary format as an n-gram model's `ngramlm ppl` (KenLM/SRILM style).
+    assert "Tokens predicted:" in r.output and "Perplexity including OOVs:" in r.output and "ppl1=" in r.output
     r = CliRunner().invoke(neural_group, ["ppl", str(out), "-", "--json", "--threads", "1"], input="the cat sat\nzzz a\n")
     assert r.exit_code == 0, r.output + repr(r.exception)
     stdin_summary = json.loads(r.output)

@@ -25,7 +25,7 @@ def test_train_ppl_score_generate_on_a_file(run_cli, small, tmp_path):
     assert "12 sentences, 60 words, 0 OOVs" in out
     lm = NgramLM.load(model)
     enc, _ = lm.encode([line.split() for line in (TEXT * 3).splitlines()])
-    assert f"{lm.perplexity_report(enc).ppl:.6f}" in out
+    assert f"ppl= {lm.perplexity_report(enc).ppl:.2f} " in out  # human output: 2 decimals (--json has all)
     code, out, _ = run_cli("score", model, small, "--per-token")
     assert code == 0 and out.splitlines()[0].startswith("the\t")
     code, out, _ = run_cli("generate", model, "--seed", "3", "--sentences", "2")
@@ -40,7 +40,9 @@ def test_stdin_training_and_arpa_output(run_cli, tmp_path):
     assert code == 0, err
     assert arpa.read_text().lstrip().startswith("\\data\\")
     code, out, err = run_cli("ppl", arpa, "-", input=TEXT)
-    assert code == 0, err and "Perplexity including OOVs" in out
+    # `assert a, msg and b` only checks a (the rest is the failure message): check both.
+    assert code == 0, err
+    assert "Perplexity including OOVs" in out, out
 
 
 def test_ppl_reports_oovs_like_kenlm(run_cli, small, tmp_path):

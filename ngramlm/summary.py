@@ -1,0 +1,102 @@
+"""One perplexity accounting and one summary format for every model the toolkit scores.
+
+n-gram models (native or ARPA) and neural checkpoints produce per-token log10
+probabilities of the same events (every word and every ``</s>``, never ``<s>``); this
+module turns them into the KenLM/SRILM summary -- sentences, words, OOVs, zero-probability
+events, total log10 probability, perplexity with and without OOVs, SRILM's ppl1 -- and
+prints it the same way for all of them (``ngramlm ppl``), or as JSON for machines.
+
+Conventions (the same as KenLM's ``query`` and SRILM's ``ngram -ppl``): an OOV is a text
+word that is not a vocabulary type (mapped to ``<unk>``); a literal ``<unk>`` in the text
+counts as OOV unless the training text itself contained ``<unk>`` as a word (PTB does:
+there ``<unk>`` is an ordinary type, as lmplz treats it).  Zero-probability events (an
+MLE model's unseen n-grams) are counted and left out of the perplexity.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+
+@dataclass
+class PerplexityReport:
+    """What KenLM's ``query -v summary`` and SRILM's ``ngram -ppl`` report."""
+
+    sentences: int
+    words: int  # word tokens (sentence ends excluded)
+    tokens: int  # predicted tokens = words + sentence ends
+    oovs: int
+    zero_probs: int  # events with probability 0 (MLE), left out of log10_prob and ppl
+    log10_prob: float  # total over non-zero events, OOVs included
+    ppl: float  # including OOVs (KenLM "Perplexity including OOVs")
+    ppl_excluding_oovs: float
+    ppl1: float  # SRILM's ppl1: sentence ends left out of the denominator
+
+    @property
+    def bits_per_token(self) -> float:
+        return math.log2(self.ppl) if self.ppl > 0 and math.isfinite(self.ppl) else float("inf")
+
+    def to_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["bits_per_token"] = self.bits_per_token
+        return d
+
+
+def oov_flags(vocab, sentences: Iterable[Sequence[str]]) -> np.ndarray:
+    """One flag per predicted token (each word, then the sentence's ``</s>``): True for an OOV word."""
+    stoi = vocab.stoi_
+    unk_is_type = bool(vocab.n_corpus_unk_)  # <unk> was a word of the training text (PTB)
+    unk = vocab.unk_token
+    flags = []
+    for s in sentences:
+        flags.extend((t not in stoi) or (t == unk and not unk_is_type) for t in s)
+        flags.append(False)
+    return np.asarray(flags, dtype=bool)
+
+
+def report_from_log10(log10_probs: np.ndarray, oov: np.ndarray, n_sentences: int) -> PerplexityReport:
+    """The summary of per-token log10 probabilities (``-inf`` = probability 0) and OOV flags."""
+    lp = np.asarray(log10_probs, dtype=np.float64)
+    oov = np.asarray(oov, dtype=bool)
+    finite = np.isfinite(lp)
+    zero = int(np.count_nonzero(~finite))
+    total = float(lp[finite].sum())
+    n_tok = len(lp)
+    counted = n_tok - zero
+    ppl = 10.0 ** (-total / counted) if counted else float("inf")
+    ex = finite & ~oov
+    n_ex = int(np.count_nonzero(ex))
+    ppl_ex = 10.0 ** (-float(lp[ex].sum()) / n_ex) if n_ex else float("inf")
+    denom1 = counted - n_sentences
+    ppl1 = 10.0 ** (-total / denom1) if denom1 > 0 else float("inf")
+    return PerplexityReport(sentences=n_sentences, words=n_tok - n_sentences, tokens=n_tok,
+                            oovs=int(np.count_nonzero(oov)), zero_probs=zero, log10_prob=total, ppl=ppl,
+                            ppl_excluding_oovs=ppl_ex, ppl1=ppl1)
+
+
+def _num(x, digits: int = 2) -> str:
+    if x is None:
+        return "n/a"
+    if not math.isfinite(x):
+        return "inf" if x > 0 else "-inf"
+    s = f"{x:,.{digits}f}"
+    return s[1:] if s.startswith("-") and float(s.replace(",", "")) == 0 else s  # never "-0.00"
+
+
+def format_report(d: dict) -> str:
+    """The human summary (rounded to sensible digits) of a report dict (``to_dict()`` plus
+    ``model``, ``text`` and ``describe``: what the model is)."""
+    lines = [
+        f"model {d.get('model', '?')}" + (f" ({d['describe']})" if d.get("describe") else ""),
+        f"file {d.get('text', '?')}: {d['sentences']:,} sentences, {d['words']:,} words, {d['oovs']:,} OOVs",
+        f"{d['zero_probs']:,} zeroprobs, logprob= {_num(d['log10_prob'])} ppl= {_num(d['ppl'])} "
+        f"ppl1= {_num(d['ppl1'])}",
+        f"Perplexity including OOVs:\t{_num(d['ppl'])}",
+        f"Perplexity excluding OOVs:\t{_num(d['ppl_excluding_oovs'])}",
+        f"Tokens predicted:\t{d['tokens']:,}  (words + sentence ends; <s> is never predicted)",
+        f"Bits per token:\t{_num(d['bits_per_token'], 4)}",
+    ]
+    return "\n".join(lines)
