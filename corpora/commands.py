@@ -20,7 +20,8 @@ from typing import Iterable, Optional
 import click
 
 from .errors import InputError
-from .options import data_dir_option, tokenizer_options, tokenizer_spec
+from .options import data_dir_option, json_option, tokenizer_options, tokenizer_spec
+from .textio import check_writable
 from .tokenize import TokenizerSpec
 
 _MIN_COUNT_TABLE = (1, 2, 3, 5)
@@ -230,7 +231,8 @@ def _check_output(output: str, source: str) -> Path:
 
 @vocab_group.command("build")
 @click.argument("source", metavar="CORPUS_OR_FILE")
-@click.option("-o", "--output", required=True, metavar="VOCAB.json", help="Where to write the vocabulary (JSON).")
+@click.option("-o", "--output", required=True, metavar="VOCAB.json",
+              help="Where to write the vocabulary (JSON); '-' is stdout.")
 @click.option("--min-count", default=None, metavar="N", help="Keep words seen at least N times in train (default 1).")
 @click.option("--max-size", default=None, metavar="K", help="Keep at most the K most frequent words.")
 @tokenizer_options
@@ -247,20 +249,19 @@ def vocab_build(source: str, output: str, min_count: Optional[str], max_size: Op
     mc = _parse_int(min_count, "--min-count") or 1
     ms = _parse_int(max_size, "--max-size")
     out = _check_output(output, source)
+    if output != "-":
+        check_writable(out, what="vocabulary file")  # before the corpus is read
     tok = tokenizer_spec(tokenizer, lower, normalize, _base_tokenizer(source))
     corpus = _load(source, data_dir=data_dir, tokenizer=tok, splits=("train",))
     vocab = Vocab(min_count=mc, max_size=ms, unk_token=corpus.unk_token or "<unk>",
                   tokenizer=corpus.tokenizer).fit(corpus.sentences("train"))
-    try:
-        vocab.save(out)
-    except OSError as exc:
-        raise InputError(f"cannot write the vocabulary ({exc.strerror or exc})", path=out,
-                         fix="choose a writable output path") from None
-    click.echo(repr(vocab))
+    vocab.save(out)  # atomic; '-' writes the JSON to stdout; a failure is a one-line OutputError
+    to_stderr = output == "-"  # keep stdout pure JSON then
+    click.echo(repr(vocab), err=to_stderr)
     st = vocab.stats()
     click.echo(f"wrote {out}: {len(vocab):,} ids; fitted on {st['train_tokens']:,} train tokens of "
                f"{corpus.name} ({st['train_tokens_mapped_to_unk']:,} mapped to {vocab.unk_token}, "
-               f"{_pct(st['train_unk_rate'])})")
+               f"{_pct(st['train_unk_rate'])})", err=to_stderr)
 
 
 @vocab_group.command("stats")
@@ -411,8 +412,9 @@ def tokenize_cmd(files: tuple, tokenizer: Optional[str], lower: Optional[bool], 
 @click.option("--max-size", default=None, metavar="K", help="Vocabulary max_size (default none).")
 @click.option("--order", default="3", metavar="N", help="Highest n-gram order for the sparsity table (default 3).")
 @data_dir_option
+@json_option
 def stats_cmd(corpus_name: str, min_count: Optional[str], max_size: Optional[str], order: str,
-              data_dir: Optional[str]) -> None:
+              data_dir: Optional[str], as_json: bool) -> None:
     """Corpus statistics per split, vocabulary and n-gram sparsity (default corpus: toy)."""
     from .corpus import prepare
 
@@ -422,7 +424,9 @@ def stats_cmd(corpus_name: str, min_count: Optional[str], max_size: Optional[str
     corpus = _load(corpus_name, data_dir=data_dir, tokenizer=None)
     ds = prepare(corpus, min_count=mc, max_size=ms)
     vocab = ds.vocab
-    echo = click.echo
+    # --json: the same numbers for machines, and no table for people.
+    echo = (lambda *a, **k: None) if as_json else click.echo
+    summary: dict = {"corpus": corpus.name, "tokenizer": corpus.tokenizer.to_dict(), "splits": {}}
     echo(f"{corpus!r}")
     has_truth = any(isinstance(corpus.truth.get(s), dict) and "perplexity" in corpus.truth[s] for s in corpus.splits)
     header = ["split", "sentences", "words", "predicted", "OOV", "OOV rate"] + (["true ppl"] if has_truth else [])
@@ -432,6 +436,10 @@ def stats_cmd(corpus_name: str, min_count: Optional[str], max_size: Optional[str
         oov, n = vocab.oov_count(sents)
         row = [split, f"{enc.n_sentences:,}", f"{enc.n_words:,}", f"{enc.n_tokens:,}", f"{oov:,}",
                _pct(oov / n if n else 0.0)]
+        summary["splits"][split] = {"sentences": enc.n_sentences, "words": enc.n_words, "tokens": enc.n_tokens,
+                                    "oovs": oov, "oov_rate": oov / n if n else 0.0,
+                                    "true_ppl": (corpus.truth.get(split) or {}).get("perplexity")
+                                    if has_truth else None}
         if has_truth:
             t = corpus.truth.get(split) or {}
             row.append(f"{t['perplexity']:.4f}" if "perplexity" in t else "-")
@@ -439,6 +447,7 @@ def stats_cmd(corpus_name: str, min_count: Optional[str], max_size: Optional[str
     echo("per split (predicted tokens = words + one </s> per sentence):")
     echo(_table(rows, header))
     st = vocab.stats()
+    summary["vocab"] = {"ids": len(vocab), "n_types": vocab.n_types, **st}
     echo(f"vocabulary: {vocab!r}")
     echo(f"  ids {len(vocab):,}; n_types {vocab.n_types:,}; train tokens {st['train_tokens']:,}, "
          f"{st['train_tokens_mapped_to_unk']:,} mapped to {vocab.unk_token} ({_pct(st['train_unk_rate'])})")
@@ -462,6 +471,7 @@ def stats_cmd(corpus_name: str, min_count: Optional[str], max_size: Optional[str
 
         others = [s for s in ds.encoded if s != "train"]
         table = sparsity_table(ds["train"], {s: ds[s] for s in others}, vocab=vocab, max_order=max_order)
+        summary["sparsity"] = table
         rows = []
         for r in table:
             rows.append([str(r["order"]), f"{r['distinct_train']:,}", of_possible(r["coverage_of_possible"]),
@@ -472,3 +482,7 @@ def stats_cmd(corpus_name: str, min_count: Optional[str], max_size: Optional[str
              "  seen once = share of those types occurring once; unseen = share of predicted tokens whose n-gram,\n"
              "  shortened at the sentence start, never occurs in train):")
         echo(_table(rows, ["n", "train types", "of V^n", "seen once"] + [f"{s} unseen" for s in others]))
+    if as_json:
+        import json
+
+        click.echo(json.dumps(summary, indent=2, default=float))

@@ -197,6 +197,8 @@ def check_writable(path: os.PathLike | str, *, what: str = "output file", create
     """
     import tempfile
 
+    if str(path) == "-":
+        return Path("-")  # standard output
     p = Path(path)
     if str(path) in ("", "."):
         raise OutputError(f"no {what} name given", path=path, fix="give a file name")
@@ -239,8 +241,14 @@ def atomic_writer(path: os.PathLike | str):
     the permissions of an ordinary ``open()`` (0666 less the umask), not mkstemp's 0600.
     Any ``OSError`` (read-only folder, full disk, ...) becomes a one-line :class:`OutputError`.
     """
+    import sys
     import tempfile
 
+    if str(path) == "-":  # '-' is standard output wherever a single stream is written
+        out = sys.stdout.buffer
+        yield out
+        out.flush()
+        return
     p = Path(path)
     if p.is_dir():
         raise OutputError("is a directory, not a file", path=p, fix="give a file name inside it")

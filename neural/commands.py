@@ -184,15 +184,17 @@ def _both(field: str, fmt=str) -> str:
                    "probed, falls back to float32 with a note where its kernels are missing].")
 @seed_option()
 @threads_option()
-@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Checkpoint file [default: runs/CORPUS-MODEL.pt].")
+@click.option("-o", "--output", "--out", "out", type=click.Path(dir_okay=False), default=None,
+              help="Checkpoint file [default: runs/CORPUS-MODEL.pt].")
 @click.option("--resume", type=click.Path(dir_okay=False), default=None, help="Continue the run saved in this checkpoint.")
 @click.option("--dry-run", is_flag=True, help="Train one batch, validate on a prefix, write the checkpoint, stop.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
+@json_option
 def train_cmd(corpus, model_name, impl, data_dir, tokenizer, min_count, max_vocab, emb_size, hidden_size, layers,
               dropout, tie, d_model, heads, d_ff, block_size, positional, epochs, time_budget, batch_size, bptt,
               batch_scheme, optimizer, lr, momentum, weight_decay, clip, schedule, lr_decay, plateau_threshold, warmup,
               patience,
-              eval_batch_size, bf16, seed, threads, out, resume, dry_run, progress):
+              eval_batch_size, bf16, seed, threads, out, resume, dry_run, progress, as_json):
     """Train a neural LM on CORPUS (a registered name such as ptb, or a text file).
 
     CORPUS defaults to the toy corpus, or with --resume to the corpus the run was trained on.
@@ -202,6 +204,7 @@ def train_cmd(corpus, model_name, impl, data_dir, tokenizer, min_count, max_voca
     from .checkpoint import best_path, load_checkpoint, load_model
     from .evaluate import evaluate
     from .models import build_model, model_kind
+    from .models import model_name as model_name_of
     from .precision import choose_precision
     from .train import Trainer
 
@@ -288,16 +291,26 @@ def train_cmd(corpus, model_name, impl, data_dir, tokenizer, min_count, max_voca
         _echo_err(f"interrupted; the checkpoint is {trainer.out}. Continue with: "
                   f"ngramlm neural train {corpus} --resume {trainer.out}")
         raise SystemExit(130)
+    summary = {"checkpoint": str(trainer.out), "best_checkpoint": result.best_checkpoint,
+               "architecture": model_name_of(trainer.model), "corpus": corpus, "stopped": result.stopped,
+               "epochs": result.epochs_done, "steps": result.steps, "train_seconds": result.seconds,
+               "tokens_per_second": result.tokens_per_second, "best_valid_ppl": result.best_val_ppl, "test": None}
     if has_test:
         best = best_path(trainer.out)
         model = load_model(best)[0] if best.exists() else trainer.model
         test = evaluate(model, ds["test"].ids, batch_size=eval_batch_size,
                         max_tokens=2000 if dry_run else None)
-        click.echo(f"test: {test.n_predicted:,} tokens predicted, log-prob {test.log10_prob:.2f} (log10), "
-                   f"ppl {test.ppl:.2f}, {test.bits_per_token:.4f} bits/token")
+        summary["test"] = {"tokens": test.n_predicted, "log10_prob": test.log10_prob, "ppl": test.ppl,
+                           "bits_per_token": test.bits_per_token}
+        if not as_json:
+            click.echo(f"test: {test.n_predicted:,} tokens predicted, log-prob {test.log10_prob:.2f} (log10), "
+                       f"ppl {test.ppl:.2f}, {test.bits_per_token:.4f} bits/token")
+    used = time.perf_counter() - t_command
+    summary.update({"budget_minutes": time_budget, "wall_seconds": used, "write_failure": trainer.write_failure})
     if time_budget is not None:
-        used = time.perf_counter() - t_command
         _echo_err(f"time budget {time_budget:g} min, used {used / 60:.2f} min ({100 * (used / (60 * time_budget) - 1):+.0f} %)")
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, default=float))
     if trainer.write_failure:
         # Training succeeded but its --out could not be written: say where the model is, exit non-zero.
         raise click.ClickException(trainer.write_failure)

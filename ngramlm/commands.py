@@ -6,6 +6,7 @@ corpus name (``ptb``, ``toy``, ...; the split is chosen with ``--split``).
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Optional
@@ -81,10 +82,12 @@ def _is_neural(path: str) -> bool:
 
 # ----------------------------------------------------------------------------- train
 @click.command("train")
-@click.argument("text", default="toy")
-@click.option("-o", "--output", "output", type=click.Path(dir_okay=False), required=True,
-              help="Model file to write: native format, or ARPA when the name ends in .arpa.")
-@click.option("--order", "-n", type=int, default=3, show_default=True, help="n-gram order (1 to 12).")
+@click.argument("text", required=False)
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False, allow_dash=True), required=True,
+              help="Model file to write: native format, or ARPA when the name ends in .arpa; '-' writes ARPA "
+                   "to stdout.")
+@click.option("--order", type=int, default=3, show_default=True, help="n-gram order (1 to 12).")
+@click.option("-n", "order_n", type=int, default=None, hidden=True)
 @click.option("--smoothing", "-s", default="mkn", show_default=True,
               help="mkn, kn, absolute, wb, jm, katz, stupid, addk, laplace or mle.")
 @click.option("--k", "add_k", type=float, default=None, help="add-k: the pseudo-count k (default 1).")
@@ -107,13 +110,32 @@ def _is_neural(path: str) -> bool:
               help="Use this vocabulary file instead of fitting one on the training text.")
 @click.option("--split", default="train", show_default=True, help="Split of a named corpus to train on.")
 @data_dir_option
+@json_option
 @click.option("--model", "model_type", default="ngram", show_default=True,
               type=click.Choice(["ngram", "lstm", "gru", "rnn_tanh", "rnn_relu", "transformer"]),
               help="ngram here; neural models train with `ngramlm neural train --model ...`.")
 @_tokenizer_options
-def train_cmd(text, output, order, smoothing, add_k, discount, discount_fallback, alpha, lambdas, tune_on,
-              prune_spec, prune_entropy, min_count, max_size, vocab_path, split, data_dir, model_type, tokenizer, lower, normalize):
-    """Train an n-gram model on TEXT (a file, '-' for stdin, or a corpus name; default: toy)."""
+def train_cmd(text, output, order, order_n, smoothing, add_k, discount, discount_fallback, alpha, lambdas, tune_on,
+              prune_spec, prune_entropy, min_count, max_size, vocab_path, split, data_dir, as_json, model_type, tokenizer,
+              lower, normalize):
+    """Train an n-gram model on TEXT: a file, '-' for stdin, or a corpus name (toy, ptb, ...).
+
+    Without TEXT, text piped on stdin is read (as lmplz does); with nothing piped it is an error."""
+    if output.isdigit():
+        # lmplz habit: `-o 5` is the order there.  Here it would silently name the model "5".
+        raise click.UsageError(f"-o/--output is the model file, and '{output}' looks like an n-gram order: "
+                               f"did you mean --order {output}?  (e.g. ngramlm train corpus.txt --order {output} "
+                               "-o lm.arpa)")
+    if as_json and output == "-":
+        raise click.UsageError("--json and -o - would both write to stdout: write the model to a file")
+    if order_n is not None:
+        raise click.UsageError(f"-n means a count elsewhere in this CLI; give the order as --order {order_n}")
+    if text is None:
+        if sys.stdin is not None and not sys.stdin.isatty():
+            text = "-"
+        else:
+            raise click.UsageError("no training text: give a file, '-' for stdin, or a corpus name "
+                                   "(e.g. `ngramlm train toy -o lm.npz`), or pipe text in")
     if model_type != "ngram":
         raise click.UsageError(f"neural models train with: ngramlm neural train --model {model_type} {text} --out MODEL.pt")
     from corpora.vocab import Vocab
@@ -121,7 +143,8 @@ def train_cmd(text, output, order, smoothing, add_k, discount, discount_fallback
     from ngramlm.model import NgramLM
 
     check_order(order)
-    check_writable(output, what="model file")  # before any work: a bad path fails now, not after training
+    if output != "-":
+        check_writable(output, what="model file")  # before any work: a bad path fails now, not after training
     lam = None
     if lambdas:
         try:
@@ -182,6 +205,7 @@ def train_cmd(text, output, order, smoothing, add_k, discount, discount_fallback
         del sents
     if enc.n_sentences == 0 or enc.n_words == 0:
         raise InputError("the training text has no tokens", path=where, fix="pass a non-empty text")
+    n_sentences, n_words = enc.n_sentences, enc.n_words
     click.echo(f"training {order}-gram {smoother.name} on {where}: {enc.n_sentences} sentences, "
                f"{enc.n_words} words, {vocab.n_types} types", err=True)
     heldout = None
@@ -197,9 +221,15 @@ def train_cmd(text, output, order, smoothing, add_k, discount, discount_fallback
     del enc, counts  # the model keeps what it needs; free the counts before writing
     stage(4, f"writing {output}")
     save_model(lm, output)
-    click.echo(f"{lm!r} -> {output} ({time.perf_counter() - t0:.2f} s)", err=True)
+    seconds = time.perf_counter() - t0
+    click.echo(f"{lm!r} -> {output} ({seconds:.2f} s)", err=True)
     if lm.info_:
         click.echo(f"smoothing: {json.dumps(lm.info_)}", err=True)
+    if as_json:
+        click.echo(json.dumps({"model": output, "text": where, "order": lm.order_, "smoothing": lm.smoother_name_,
+                               "sentences": n_sentences, "words": n_words, "n_types": vocab.n_types,
+                               "ngrams": [int(n) for n in lm.n_ngrams_],
+                               "seconds": seconds, "info": lm.info_}, indent=2, default=float))
 
 
 def _plain_training_file(text: str, split: str, data_dir):
@@ -220,7 +250,7 @@ def _plain_training_file(text: str, split: str, data_dir):
 
 
 def save_model(lm, output: str) -> None:
-    if str(output).endswith(MODEL_SUFFIXES_ARPA):
+    if str(output) == "-" or str(output).endswith(MODEL_SUFFIXES_ARPA):  # '-': ARPA text on stdout
         from ngramlm.arpa import write_arpa
 
         write_arpa(lm, output)
@@ -301,12 +331,15 @@ def score_cmd(model_path, text, per_token, split, data_dir, tokenizer, lower, no
 # ----------------------------------------------------------------------------- generate / arpa
 @click.command("generate")
 @click.argument("model_path", metavar="MODEL")
-@click.option("--num-words", "-n", type=int, default=30, show_default=True)
+@click.option("--max-len", type=int, default=30, show_default=True, help="Words to generate at most per sample.")
+@click.option("-n", "--num", type=int, default=1, show_default=True, help="How many samples (sentences) to print.")
 @click.option("--prompt", default="", help="Words to start from.")
 @click.option("--temperature", type=float, default=1.0, show_default=True)
 @seed_option(default=0, help="Seed of the sampler.")
-@click.option("--sentences", type=int, default=1, show_default=True, help="How many sentences to sample.")
-def generate_cmd(model_path, num_words, prompt, temperature, seed, sentences):
+# The spellings of earlier versions, kept working (`neural generate` uses --max-len and -n/--num).
+@click.option("--num-words", "num_words_old", type=int, default=None, hidden=True)
+@click.option("--sentences", "sentences_old", type=int, default=None, hidden=True)
+def generate_cmd(model_path, max_len, num, prompt, temperature, seed, num_words_old, sentences_old):
     """Sample text from MODEL (n-gram, ARPA or neural checkpoint)."""
     if _is_neural(model_path):
         raise click.UsageError(f"for a neural checkpoint use: ngramlm neural generate {model_path} "
@@ -319,21 +352,24 @@ def generate_cmd(model_path, num_words, prompt, temperature, seed, sentences):
     spec = lm.vocab_.tokenizer or TokenizerSpec()
     ctx = make_tokenizer(spec)(prompt) if prompt else []
     rng = np.random.default_rng(seed)
-    for _ in range(sentences):
-        words = lm.generate(num_words=num_words, context=ctx, temperature=temperature, random_state=rng)
+    max_len = num_words_old if num_words_old is not None else max_len
+    num = sentences_old if sentences_old is not None else num
+    for _ in range(num):
+        words = lm.generate(num_words=max_len, context=ctx, temperature=temperature, random_state=rng)
         click.echo(detokenize(ctx + words, spec))
 
 
 @click.command("export-arpa")
 @click.argument("model_path", metavar="MODEL")
-@click.argument("output", type=click.Path(dir_okay=False))
+@click.argument("output", type=click.Path(dir_okay=False, allow_dash=True))
 def export_arpa_cmd(model_path, output):
-    """Write MODEL as an ARPA file (readable by KenLM and SRILM)."""
+    """Write MODEL as an ARPA file (readable by KenLM and SRILM); OUTPUT '-' is stdout."""
     from ngramlm.arpa import write_arpa
 
-    check_writable(output, what="ARPA file")
+    if output != "-":
+        check_writable(output, what="ARPA file")
     write_arpa(load_model(model_path), output)
-    click.echo(f"wrote {output}", err=True)
+    click.echo(f"wrote {'the ARPA text to stdout' if output == '-' else output}", err=True)
 
 
 @click.command("import-arpa")

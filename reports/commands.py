@@ -4,9 +4,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import json
+
 import click
 
-from corpora.options import data_dir_option, seed_option, threads_option
+from corpora.options import data_dir_option, json_option, seed_option, threads_option
 from click.core import ParameterSource
 
 from corpora.errors import InputError
@@ -73,7 +75,7 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
 
 @click.command("compare")
 @click.argument("corpus", required=False)
-@click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+@click.option("-o", "--output", "--out", "out", type=click.Path(file_okay=False), default=None,
               help="Folder for results.json, the report and the model cache [default: compare-out/CORPUS].")
 @click.option("--tokenizer", type=click.Choice(KINDS), default=None,
               help="Tokenize the corpus this way instead of its own (e.g. char); every model shares it.")
@@ -109,10 +111,11 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
 @threads_option(default=1, help="torch.set_num_threads.  The compared models are small: one thread is about as fast, "
                                 "and does not collapse when other jobs share the cores (two busy-waiting threads do).")
 @click.option("--verbose", is_flag=True, help="Also print the neural models' per-epoch log.")
+@json_option
 @click.pass_context
 def compare_cmd(ctx, corpus, out, tokenizer, max_order, smoothers, neural, neural_minutes, neural_epochs, neural_size, checkpoints, curve,
                 curve_minutes, curve_smoother, passage_tokens, toy_train_tokens, toy_eval_tokens, quick, force, resume,
-                data_dir, seed, threads, verbose):
+                data_dir, seed, threads, verbose, as_json):
     """Train n-gram models (orders 1..N x smoothers) and neural models on one tokenization of CORPUS
     [default: toy], cache every result, and write results.json, report.md and report.html."""
     from .compare import Run, prepare_out_dir, start_run
@@ -162,7 +165,7 @@ def compare_cmd(ctx, corpus, out, tokenizer, max_order, smoothers, neural, neura
         _echo_err(f"interrupted; what finished is cached. Continue with: ngramlm compare --out {out} --resume")
         raise SystemExit(130)
     paths = render(out_path, results)
-    click.echo(summary_table(results))
+    click.echo(json.dumps(summary_json(results), indent=2) if as_json else summary_table(results))
     _echo_err(f"wrote {out_path / 'results.json'}, {paths['md']}, {paths['html']} "
               f"in {time.perf_counter() - t0:.1f} s")
 
@@ -177,6 +180,18 @@ def report_cmd(directory):
     results = read_results(Path(directory))
     paths = render(Path(directory), results)
     click.echo(f"wrote {paths['md']} and {paths['html']} ({len(paths['plots'])} figures)")
+
+
+def summary_json(results: dict) -> dict:
+    """The summary table's numbers for machines (results.json has everything)."""
+    rows = []
+    for family in ("ngram", "neural", "interpolation"):
+        for r in results.get(family, []):
+            rows.append({"id": r["id"], "family": family, "label": r.get("label"),
+                         "valid_ppl": (r.get("valid") or {}).get("ppl"), "test_ppl": (r.get("test") or {}).get("ppl"),
+                         "test_bits_per_token": (r.get("test") or {}).get("bits_per_token"),
+                         "budget_seconds": r.get("budget_seconds"), "wall_seconds": r.get("wall_seconds")})
+    return {"status": results.get("status"), "corpus": (results.get("corpus") or {}).get("name"), "rows": rows}
 
 
 def summary_table(results: dict) -> str:

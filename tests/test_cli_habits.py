@@ -1,0 +1,105 @@
+"""Command-line habits from KenLM and friends that must never surprise (issue: KenLM ecosystem)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+TEXT = "the cat sat on the mat\nthe dog sat on the log\na cat and a dog\n"
+
+
+def test_a_numeric_output_is_refused_with_the_order_hint(run_cli, tmp_path):
+    code, out, err = run_cli("train", "toy", "-o", "5")
+    assert code == 2 and "did you mean --order 5?" in err
+    assert not (tmp_path / "5").exists()
+
+
+def test_minus_n_is_not_an_order_in_train(run_cli, tmp_path):
+    code, _, err = run_cli("train", "toy", "-n", "3", "-o", tmp_path / "m.npz")
+    assert code == 2 and "--order 3" in err and not (tmp_path / "m.npz").exists()
+
+
+def test_train_without_text_reads_piped_stdin_never_the_toy_corpus(run_cli, tmp_path):
+    model = tmp_path / "m.arpa"
+    code, _, err = run_cli("train", "--order", "2", "--discount-fallback", "-o", model, input=TEXT * 3)
+    assert code == 0, err
+    assert "on stdin" in err or "<stdin>" in err
+    from ngramlm.arpa import read_arpa
+
+    lm = read_arpa(model)
+    assert lm.vocab_.n_words < 20  # the piped text's words, not the toy corpus's thousands
+    code, _, err = run_cli("train", "-o", tmp_path / "e.npz", input="")
+    assert code == 2 and "<stdin>" in err and "empty" in err
+
+
+def test_dash_output_is_stdout_for_arpa_vocab_and_export(run_cli, tmp_path):
+    code, out, err = run_cli("train", "toy", "--order", "2", "-o", "-")
+    assert code == 0, err
+    assert out.lstrip().startswith("\\data\\") and out.rstrip().endswith("\\end\\")
+    assert not (tmp_path / "-").exists()
+    arpa = tmp_path / "from-stdout.arpa"
+    arpa.write_text(out)
+    from ngramlm.arpa import read_arpa
+
+    assert read_arpa(arpa).order_ == 2
+    native = tmp_path / "m.npz"
+    assert run_cli("train", "toy", "--order", "2", "-o", native)[0] == 0
+    code, out2, _ = run_cli("export-arpa", native, "-")
+    assert code == 0 and out2 == out  # the same model, the same ARPA text
+    code, out3, _ = run_cli("vocab", "build", "toy", "-o", "-")
+    assert code == 0
+    from corpora.vocab import Vocab
+
+    assert Vocab.from_dict(json.loads(out3)).n_types == 3968
+
+
+def test_generate_spells_counts_like_neural_generate(run_cli, tmp_path):
+    model = tmp_path / "m.npz"
+    assert run_cli("train", "toy", "--order", "2", "-o", model)[0] == 0
+    code, out, _ = run_cli("generate", model, "-n", "3", "--max-len", "5", "--seed", "4")
+    assert code == 0 and len(out.strip().splitlines()) == 3
+    assert all(len(line.split()) <= 5 for line in out.strip().splitlines())
+    code, old, _ = run_cli("generate", model, "--sentences", "3", "--num-words", "5", "--seed", "4")
+    assert code == 0 and old == out  # the old spellings still work, with the same meaning
+
+
+def test_json_summaries(run_cli, tmp_path):
+    model = tmp_path / "m.npz"
+    code, out, _ = run_cli("train", "toy", "--order", "2", "-o", model, "--json")
+    t = json.loads(out)
+    assert code == 0 and t["order"] == 2 and t["ngrams"][1] > 0 and t["sentences"] == 15247
+    code, out, _ = run_cli("ppl", model, "toy", "--json")
+    p = json.loads(out)
+    assert p["tokens"] == p["words"] + p["sentences"] == 20003
+    code, out, _ = run_cli("stats", "toy", "--order", "2", "--json")
+    st = json.loads(out)
+    assert st["splits"]["test"]["tokens"] == 20003 and st["sparsity"][1]["order"] == 2
+    assert run_cli("train", "toy", "-o", "-", "--json")[0] == 2  # both would write to stdout
+
+
+def test_neural_and_ngram_ppl_print_the_same_summary(run_cli, tmp_path):
+    ckpt = tmp_path / "n.pt"
+    code, out, err = run_cli("neural", "train", "toy", "-o", ckpt, "--dry-run", "--hidden-size", "16",
+                             "--no-progress", "--threads", "1", "--json")
+    assert code == 0, err
+    assert json.loads(out)["checkpoint"] == str(ckpt)
+    model = tmp_path / "m.npz"
+    assert run_cli("train", "toy", "--order", "2", "-o", model)[0] == 0
+    outs = []
+    for m in (model, ckpt):
+        code, out, err = run_cli("ppl", m, "toy")
+        assert code == 0, err
+        outs.append([line.split(":")[0].split(" ")[0] for line in out.splitlines()])
+    assert outs[0][:7] == outs[1][:7]  # the same lines, in the same order
+    code, out, _ = run_cli("ppl", ckpt, "toy", "--json")
+    d = json.loads(out)
+    assert d["tokens"] == 20003 and d["oovs"] == 12 and d["ppl_excluding_oovs"] <= d["ppl"] * 1.5
+
+
+@pytest.mark.parametrize("command", [["neural", "train", "toy", "--dry-run", "--hidden-size", "8", "--no-progress"],
+                                     ["compare", "--quick", "--neural", "none"]])
+def test_minus_o_is_the_output_everywhere(run_cli, tmp_path, command):
+    target = tmp_path / ("x.pt" if command[0] == "neural" else "run")
+    code, _, err = run_cli(*command, "-o", target)
+    assert code == 0, err
+    assert target.exists()
