@@ -3,7 +3,8 @@
 Every command that scores or trains on "a text" (``ngramlm train``, ``ppl``, ``score``,
 ``neural ppl``) reads it here, so a file, standard input and a named corpus go through
 the same checks (UTF-8, no binary data, gzip by magic; errors name the source and the
-line) and the same sentence rules (one sentence per line, blank lines skipped).
+line) and the same sentence rules: one sentence per line, and a blank line is a sentence
+with no words, whose ``</s>`` is predicted -- as KenLM counts it.
 """
 from __future__ import annotations
 
@@ -35,7 +36,10 @@ def _stdin_sentences(spec: TokenizerSpec) -> list:
     raw = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
     text = decode_text(raw, path=STDIN_NAME)  # the same checks as a file: UTF-8, no NUL bytes, not empty
     tok = make_tokenizer(spec)
-    return [tok(line) for line in text.split("\n") if line.strip()]
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the final newline ends the last line; it does not start another
+    return [tok(line) for line in lines]  # a blank line is an empty sentence: one </s>, as KenLM scores it
 
 
 def read_text_source(source: str, *, split: str = "test", data_dir: Optional[str] = None,
@@ -63,4 +67,6 @@ def read_text_source(source: str, *, split: str = "test", data_dir: Optional[str
     from .corpus import read_sentences
 
     spec = tokenizer or TokenizerSpec()
-    return TextSource(read_sentences(path, tokenizer=spec), spec, str(path))
+    # A blank line is a sentence with no words (one </s> is predicted), as KenLM's query and
+    # lmplz count it and as the named corpora with blank lines (WikiText) do.
+    return TextSource(read_sentences(path, tokenizer=spec, keep_empty_lines=True), spec, str(path))

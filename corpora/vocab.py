@@ -33,6 +33,19 @@ N_SPECIALS = 4
 ID_DTYPE = np.int32
 
 
+def _json_int(value: object, name: str, minimum: int) -> int:
+    """An integer field of a vocabulary file (JSON true/false and 1.5 are not integers)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _json_str(value: object, name: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {value!r}")
+    return value
+
+
 class Vocab:
     """Token <-> id mapping fitted on training sentences.
 
@@ -172,7 +185,8 @@ class Vocab:
             starts.append(len(flat))
         return EncodedText(np.asarray(flat, dtype=ID_DTYPE), np.asarray(starts, dtype=np.int64))
 
-    def fit_encode_lines(self, lines: Sequence[str], tokenize, *, chunk_lines: int = 4096) -> "EncodedText":
+    def fit_encode_lines(self, lines: Sequence[str], tokenize, *, chunk_lines: int = 4096,
+                         keep_empty: bool = False) -> "EncodedText":
         """Fit on lines of training text and encode them in one pass (the fast path).
 
         Equivalent to ``fit(sents).encode_sentences(sents)`` with ``sents`` the
@@ -189,7 +203,7 @@ class Vocab:
             toks: list = []
             for line in lines[a:a + chunk_lines]:
                 t = tokenize(line)
-                if t:
+                if t or keep_empty:  # keep_empty: a blank line is a sentence of just </s> (KenLM's count)
                     toks.extend(t)
                     lengths.append(len(t))
             for w in set(toks).difference(prov):
@@ -297,31 +311,46 @@ class Vocab:
             )
         try:
             params = data["params"]
+            if not isinstance(params, dict):
+                raise TypeError(f"params is {params!r}, not an object")
             tok = data.get("tokenizer")
+            if tok is not None and not isinstance(tok, dict):
+                raise TypeError(f"tokenizer is {tok!r}, not an object")
+            max_size = params["max_size"]
             v = cls(
-                min_count=int(params["min_count"]),
-                max_size=None if params["max_size"] is None else int(params["max_size"]),
-                unk_token=str(params["unk_token"]),
-                bos_token=str(params["bos_token"]),
-                eos_token=str(params["eos_token"]),
-                pad_token=str(params["pad_token"]),
+                min_count=_json_int(params["min_count"], "min_count", 1),
+                max_size=None if max_size is None else _json_int(max_size, "max_size", 1),
+                unk_token=_json_str(params["unk_token"], "unk_token"),
+                bos_token=_json_str(params["bos_token"], "bos_token"),
+                eos_token=_json_str(params["eos_token"], "eos_token"),
+                pad_token=_json_str(params["pad_token"], "pad_token"),
                 tokenizer=None if tok is None else TokenizerSpec.from_dict(tok),
             )
-            itos = [str(w) for w in data["itos"]]
-            counts = [int(c) for c in data["counts"]]
+            v._check_params()
+            itos, counts = data["itos"], data["counts"]
+            if not isinstance(itos, list) or not isinstance(counts, list):
+                raise TypeError("itos and counts must be lists")
+            itos = [_json_str(w, "itos entry") for w in itos]
+            counts = [_json_int(c, "count", 0) for c in counts]
             if len(itos) != len(counts) or len(itos) < N_SPECIALS:
                 raise ValueError("itos and counts differ in length")
             if itos[:N_SPECIALS] != [v.pad_token, v.bos_token, v.eos_token, v.unk_token]:
                 raise ValueError("special tokens are not at their fixed ids")
             if len(set(itos)) != len(itos):
                 raise ValueError("duplicate tokens")
+            cut = data.get("cut_counts") or {}
+            if not isinstance(cut, dict):
+                raise TypeError(f"cut_counts is {cut!r}, not an object")
             v.itos_ = itos
             v.stoi_ = {w: i for i, w in enumerate(itos)}
             v.counts_ = {w: c for w, c in zip(itos, counts) if c}
-            v.counts_.update({str(w): int(c) for w, c in (data.get("cut_counts") or {}).items()})
-            v.n_train_tokens_ = int(data["n_train_tokens"])
-            v.n_train_unk_ = int(data["n_train_unk"])
-            v.n_corpus_unk_ = int(data.get("n_corpus_unk", 0))
+            v.counts_.update({w: _json_int(c, "cut count", 0) for w, c in cut.items()})
+            v.n_train_tokens_ = _json_int(data["n_train_tokens"], "n_train_tokens", 0)
+            v.n_train_unk_ = _json_int(data["n_train_unk"], "n_train_unk", 0)
+            v.n_corpus_unk_ = _json_int(data.get("n_corpus_unk", 0), "n_corpus_unk", 0)
+        except InputError as exc:  # a bad tokenizer spec or parameter: say which file holds it
+            raise InputError(f"corrupt vocabulary file ({exc.message})", path=path,
+                             fix=exc.fix or "rebuild it with `ngramlm vocab build`") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(
                 f"corrupt vocabulary file ({exc})", path=path, fix="rebuild it with `ngramlm vocab build`"
@@ -341,6 +370,9 @@ class Vocab:
                 f"not an ngramlm vocabulary file (invalid JSON: {exc.msg})", path=path, line=exc.lineno,
                 fix="build one with `ngramlm vocab build`",
             ) from None
+        except (ValueError, RecursionError) as exc:  # a 5000-digit number, nesting thousands deep
+            raise InputError(f"not an ngramlm vocabulary file (unreadable JSON: {exc})", path=path,
+                             fix="build one with `ngramlm vocab build`") from None
         return cls.from_dict(data, path=str(path))
 
     def __eq__(self, other: object) -> bool:

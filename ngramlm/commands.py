@@ -194,7 +194,8 @@ def train_cmd(text, output, order, order_n, smoothing, add_k, discount, discount
 
             lines = [LINE_FILTERS[line_filter](x) for x in lines]
         vocab = Vocab(min_count=min_count, max_size=max_size, unk_token=unk or "<unk>", tokenizer=used_spec)
-        enc = vocab.fit_encode_lines(lines, make_tokenizer(used_spec))
+        # A user's file keeps its blank lines as empty sentences, as lmplz does (and as it is scored).
+        enc = vocab.fit_encode_lines(lines, make_tokenizer(used_spec), keep_empty=text not in REGISTRY)
         del lines
         where = f"{text}:{split}" if text in REGISTRY else str(path)
     else:

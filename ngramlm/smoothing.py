@@ -385,6 +385,11 @@ class Katz(Smoother):
         total = c1.sum()
         mask = _unigram_mask(V)
         p1 = disc / total
+        if 1.0 - p1.sum() <= 1e-12:
+            # Nothing was discounted (the fallback's ratios of 1, or every count above k_max): as at
+            # the higher orders, one pseudo-count of mass is reserved for the unseen types, so no
+            # type -- <unk> in particular -- is left at probability zero.
+            p1 = disc / (total + 1.0)
         p1 = np.where(mask, p1 + (1.0 - p1.sum()) / n_types, 0.0)
         probs.append(p1)
         for k in range(2, n + 1):

@@ -57,6 +57,14 @@ def oov_flags(vocab, sentences: Iterable[Sequence[str]]) -> np.ndarray:
     return np.asarray(flags, dtype=bool)
 
 
+def _ppl(total_log10: float, n: int) -> float:
+    """10 ** (-total / n), inf where it overflows (a probability below 1e-308 per token is not an error)."""
+    if n <= 0:
+        return float("inf")
+    e = -total_log10 / n
+    return float("inf") if e > 308 else 10.0 ** e
+
+
 def report_from_log10(log10_probs: np.ndarray, oov: np.ndarray, n_sentences: int) -> PerplexityReport:
     """The summary of per-token log10 probabilities (``-inf`` = probability 0) and OOV flags."""
     lp = np.asarray(log10_probs, dtype=np.float64)
@@ -66,12 +74,12 @@ def report_from_log10(log10_probs: np.ndarray, oov: np.ndarray, n_sentences: int
     total = float(lp[finite].sum())
     n_tok = len(lp)
     counted = n_tok - zero
-    ppl = 10.0 ** (-total / counted) if counted else float("inf")
+    ppl = _ppl(total, counted)
     ex = finite & ~oov
     n_ex = int(np.count_nonzero(ex))
-    ppl_ex = 10.0 ** (-float(lp[ex].sum()) / n_ex) if n_ex else float("inf")
+    ppl_ex = _ppl(float(lp[ex].sum()), n_ex)
     denom1 = counted - n_sentences
-    ppl1 = 10.0 ** (-total / denom1) if denom1 > 0 else float("inf")
+    ppl1 = _ppl(total, denom1)
     return PerplexityReport(sentences=n_sentences, words=n_tok - n_sentences, tokens=n_tok,
                             oovs=int(np.count_nonzero(oov)), zero_probs=zero, log10_prob=total, ppl=ppl,
                             ppl_excluding_oovs=ppl_ex, ppl1=ppl1)

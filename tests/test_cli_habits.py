@@ -103,3 +103,26 @@ def test_minus_o_is_the_output_everywhere(run_cli, tmp_path, command):
     code, _, err = run_cli(*command, "-o", target)
     assert code == 0, err
     assert target.exists()
+
+
+def test_blank_lines_count_as_kenlm_counts_them_in_files_and_stdin(run_cli, tmp_path):
+    """A blank line is an empty sentence: its </s> is predicted (KenLM's query and lmplz do this)."""
+    text = "the cat sat\n\nthe dog sat\n\n\na cat\n"
+    f = tmp_path / "t.txt"
+    f.write_text(text)
+    arpa = tmp_path / "m.arpa"
+    code, _, err = run_cli("train", f, "--order", "2", "--smoothing", "kn", "--discount-fallback", "-o", arpa)
+    assert code == 0, err
+    by_file = json.loads(run_cli("ppl", arpa, f, "--json")[1])
+    by_stdin = json.loads(run_cli("ppl", arpa, "-", "--json", input=text)[1])
+    assert by_file["sentences"] == by_stdin["sentences"] == 6 and by_file["tokens"] == 8 + 6  # 8 words, 6 sentence ends
+    assert by_file["log10_prob"] == pytest.approx(by_stdin["log10_prob"], abs=1e-12)
+    kenlm = pytest.importorskip("kenlm", reason="the kenlm module (kenlm-ex wheel) is the reference here")
+    ref = kenlm.Model(str(arpa))
+    total = sum(ref.score(line, bos=True, eos=True) for line in text.splitlines())
+    assert by_file["log10_prob"] == pytest.approx(total, abs=1e-5)
+    # Training counted the blank lines too: p(</s> | <s>) is a seen bigram, as in lmplz's model.
+    from ngramlm.arpa import read_arpa
+
+    lm = read_arpa(arpa)
+    assert lm.log10_prob("</s>", ["<s>"]) == pytest.approx(ref.score("", bos=True, eos=True), abs=1e-5)
