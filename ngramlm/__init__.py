@@ -9,6 +9,8 @@
 """
 from .counts import MAX_ORDER, NgramCounts
 from .model import NgramLM, PerplexityReport, TokenScores
+from .query import FullScoreReturn, Model, State
 from .smoothing import SMOOTHERS, make_smoother
 
-__all__ = ["MAX_ORDER", "NgramCounts", "NgramLM", "PerplexityReport", "TokenScores", "SMOOTHERS", "make_smoother"]
+__all__ = ["MAX_ORDER", "NgramCounts", "NgramLM", "PerplexityReport", "TokenScores", "SMOOTHERS", "make_smoother",
+           "Model", "State", "FullScoreReturn"]

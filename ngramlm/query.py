@@ -1,0 +1,220 @@
+"""A query object with the ``kenlm`` module's Python API, over any back-off model the toolkit reads.
+
+Code written against ``import kenlm`` runs unchanged with ``from ngramlm import Model, State``::
+
+    m = Model("lm.arpa")                       # ARPA (plain or .gz) or the native .npz, by content
+    m.score("the cat sat", bos=True, eos=True) # log10 p of the sentence
+    list(m.full_scores("the cat sat"))         # (log10 p, n-gram length, oov) per word and </s>
+    m.perplexity("the cat sat"), m.order, "cat" in m
+    s, t = State(), State()                    # the incremental API beam-search decoders use
+    m.BeginSentenceWrite(s)
+    lp = m.BaseScore(s, "the", t)              # log10 p(the | <s>); t is the state after "the"
+
+Every number is log10, as in KenLM.  The conventions are KenLM's: a sentence is split on
+whitespace; ``oov`` is True for a word the vocabulary does not have *and* for a literal
+``<unk>`` (KenLM maps both to its unknown word); ``perplexity`` counts the words plus
+``</s>``.
+
+How a state works: it holds, for each length ``L`` up to ``order - 1``, the row of the
+history's last ``L`` words in the order-``L`` table, as far as those n-grams exist (a
+longer history that is not an n-gram of the model can neither be extended nor carry a
+back-off weight other than 1, so dropping it changes no score -- KenLM minimises its
+states the same way), plus the history length (for models whose missing contexts carry
+a weight).  Two states are equal exactly when every later score from them is equal, and
+they hash accordingly, so they can key a decoder's recombination table.  The tables are
+Python dicts of the model's packed n-gram keys, built on the first state call.
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import Iterator, Optional
+
+import numpy as np
+
+from corpora.errors import InputError
+from corpora.vocab import BOS_ID, EOS_ID, UNK_ID
+
+
+class State:
+    """A language-model state (the kenlm.State counterpart): hashable, comparable, copyable."""
+
+    __slots__ = ("rows", "hist")
+
+    def __init__(self) -> None:
+        self.rows: tuple = ()  # rows[L-1]: row of the last L history words in the order-L table
+        self.hist = 0  # words of history the model can see (at most order - 1)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, State) and self.rows == other.rows and self.hist == other.hist
+
+    def __hash__(self) -> int:
+        return hash((self.rows, self.hist))
+
+    def __copy__(self) -> "State":
+        s = State()
+        s.rows, s.hist = self.rows, self.hist
+        return s
+
+    def __repr__(self) -> str:
+        return f"State(rows={self.rows}, hist={self.hist})"
+
+
+class FullScoreReturn:
+    """What ``BaseFullScore`` returns (kenlm.FullScoreReturn): ``log_prob``, ``ngram_length``, ``oov``."""
+
+    __slots__ = ("log_prob", "ngram_length", "oov")
+
+    def __init__(self, log_prob: float, ngram_length: int, oov: bool) -> None:
+        self.log_prob, self.ngram_length, self.oov = log_prob, ngram_length, oov
+
+    def __repr__(self) -> str:
+        return f"FullScoreReturn(log_prob={self.log_prob}, ngram_length={self.ngram_length}, oov={self.oov})"
+
+
+def load_any(path: os.PathLike | str):
+    """An :class:`~ngramlm.model.NgramLM` from an ARPA file (plain or gzip) or a native file, by content."""
+    from .arpa import looks_like_arpa, read_arpa
+    from .io_native import load_native
+
+    p = os.fspath(path)
+    if not os.path.exists(p):
+        raise InputError("no such model file", path=p, fix="check the path")
+    if os.path.isdir(p):
+        raise InputError("is a directory, not a model file", path=p, fix="pass the .arpa or .npz file")
+    return read_arpa(p) if looks_like_arpa(p) else load_native(p)
+
+
+class Model:
+    """The kenlm.Model API over an ARPA or native back-off model (or an :class:`NgramLM` given as ``lm``)."""
+
+    def __init__(self, path: Optional[os.PathLike | str] = None, config=None, *, lm=None) -> None:
+        if (path is None) == (lm is None):
+            raise InputError("give a model path or lm=NgramLM, not both", fix="Model('lm.arpa')")
+        self.path = None if path is None else os.fspath(path)
+        self.lm = lm if lm is not None else load_any(path)
+        self.lm._check_fitted()
+        if self.lm.kind_ != "backoff":
+            raise InputError(f"a {self.lm.smoother_name_} model is not a back-off model, which the kenlm API scores",
+                             path=self.path, fix="use a model smoothed with mkn, kn, absolute, wb, jm or katz")
+        self._stoi = self.lm.vocab_.stoi_
+        self._tables = None
+
+    # ------------------------------------------------------------------ kenlm.Model attributes
+    @property
+    def order(self) -> int:
+        return int(self.lm.order_)
+
+    def __contains__(self, word: str) -> bool:
+        # kenlm: a word is in the model when its index is not the unknown word's.
+        return self._stoi.get(word, UNK_ID) != UNK_ID
+
+    def __repr__(self) -> str:
+        return f"<ngramlm.Model from {self.path or 'an NgramLM'}: order {self.order}>"
+
+    # ------------------------------------------------------------------ tables
+    def _build(self) -> None:
+        lm = self.lm
+        n = lm.order_
+        V = len(lm.vocab_)
+        # Per order: packed key (context row * V + word) -> row; unigram rows are word ids.
+        gets = [None] + [dict(zip(lm.keys_[k].tolist(), range(len(lm.keys_[k])))).get for k in range(1, n)]
+        probs = [p.tolist() for p in lm.log10_prob_]
+        backs = [b.tolist() for b in lm.log10_backoff_]
+        missing = float(lm.missing_backoff_)
+        # KenLM's state minimisation: a context that no longer n-gram extends and whose back-off
+        # weight is 1 (log10 0) scores exactly like its shorter suffix, so a state drops it and
+        # the next call skips a lookup that could only miss.  (Not where a missing context
+        # carries a weight, as in stupid backoff: there the history length matters.)
+        keep = [None] * n
+        if missing == 0.0:
+            for k in range(1, n):  # order k rows that order k+1 extends
+                ext = np.zeros(len(lm.log10_prob_[k - 1]), dtype=bool)
+                ext[lm.keys_[k] // V] = True
+                keep[k] = (ext | (lm.log10_backoff_[k - 1] != 0.0)).tolist()
+        self._tables = (V, n, gets, probs, backs, missing, keep)
+
+    # ------------------------------------------------------------------ the state API
+    def BeginSentenceWrite(self, state: State) -> None:
+        state.rows, state.hist = ((BOS_ID,), 1) if self.order > 1 else ((), 0)
+
+    def NullContextWrite(self, state: State) -> None:
+        state.rows, state.hist = (), 0
+
+    def BaseScore(self, in_state: State, word: str, out_state: State) -> float:
+        """log10 p(word | in_state); ``out_state`` becomes the state after ``word``."""
+        return self._score(in_state, self._stoi.get(word, UNK_ID), out_state)[0]
+
+    def BaseFullScore(self, in_state: State, word: str, out_state: State) -> FullScoreReturn:
+        wid = self._stoi.get(word, UNK_ID)
+        lp, length = self._score(in_state, wid, out_state)
+        return FullScoreReturn(lp, length, wid == UNK_ID)
+
+    def _score(self, state: State, w: int, out: State) -> tuple:
+        if self._tables is None:
+            self._build()
+        V, n, gets, probs, backs, missing, keep = self._tables
+        rows = state.rows
+        j = len(rows)
+        # new[L-1]: row of (last L-1 history words, w) in the order-L table, while they exist.
+        new = [w]
+        m = 1
+        L = 2
+        while L <= j + 1:
+            r = gets[L - 1](rows[L - 2] * V + w)
+            if r is None:
+                break
+            new.append(r)
+            m = L
+            L += 1
+        lp = probs[m - 1][new[-1]]
+        if L <= j:
+            # Suffix-closed models (every file KenLM or this toolkit writes) have nothing longer;
+            # a pruned foreign file might, so look further (the state keeps the contiguous part).
+            for L2 in range(L + 1, j + 2):
+                r2 = gets[L2 - 1](rows[L2 - 2] * V + w)
+                if r2 is not None:
+                    m, lp = L2, probs[L2 - 1][r2]
+        # Back-off weights of every context longer than the match's (log10: added).
+        for i in range(m, state.hist + 1):
+            lp += backs[i - 1][rows[i - 1]] if i <= j else missing
+        if len(new) >= n:
+            del new[n - 1:]
+        if missing == 0.0:
+            while new and not keep[len(new)][new[-1]]:
+                new.pop()
+            out.rows = tuple(new)
+            out.hist = len(new)
+        else:
+            out.rows = tuple(new)
+            out.hist = min(state.hist + 1, n - 1)
+        return lp, m
+
+    # ------------------------------------------------------------------ sentences
+    def full_scores(self, sentence: str, bos: bool = True, eos: bool = True) -> Iterator[tuple]:
+        """``(log10 p, n-gram length, oov)`` for every word of ``sentence`` (and ``</s>`` with ``eos``)."""
+        s, t = State(), State()
+        (self.BeginSentenceWrite if bos else self.NullContextWrite)(s)
+        get = self._stoi.get
+        ids = [get(word, UNK_ID) for word in sentence.split()]
+        if eos:
+            ids.append(EOS_ID)
+        for wid in ids:
+            lp, length = self._score(s, wid, t)
+            yield lp, length, wid == UNK_ID
+            s, t = t, s
+
+    def score(self, sentence: str, bos: bool = True, eos: bool = True) -> float:
+        """Total log10 probability of ``sentence``."""
+        return float(sum(lp for lp, _, _ in self.full_scores(sentence, bos=bos, eos=eos)))
+
+    def perplexity(self, sentence: str) -> float:
+        """10 ** (-score / (words + 1)): the sentence end counts, as in kenlm."""
+        n = len(sentence.split()) + 1
+        return math.pow(10.0, -self.score(sentence) / n)
+
+    def score_array(self, sentences) -> np.ndarray:
+        """log10 of many sentences at once (vectorized; the same numbers as :meth:`score`)."""
+        sents = [s.split() for s in sentences]
+        enc = self.lm.vocab_.encode_sentences(sents)
+        return self.lm.sentence_log10_probs(enc)
