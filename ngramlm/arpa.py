@@ -9,6 +9,7 @@ and builds an :class:`~ngramlm.model.NgramLM` that scores exactly as the file sa
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
 from pathlib import Path
@@ -20,30 +21,51 @@ from corpora.errors import InputError
 from corpora.textio import atomic_write_text, read_bytes
 from corpora.vocab import BOS_ID, EOS_ID, N_SPECIALS, PAD_ID, UNK_ID, Vocab
 
-from .counts import lookup
+from .counts import MAX_ORDER, lookup
 
 LOG10_MISSING_UNK = -100.0  # KenLM's substitute when an ARPA file lacks <unk>
+META_PREFIX = "# ngramlm-meta "
+
+
+def arpa_meta(model) -> dict:
+    v = model.vocab_
+    return {"n_corpus_unk": int(v.n_corpus_unk_ or 0),
+            "tokenizer": v.tokenizer.to_dict() if v.tokenizer is not None else None}
+
+
+def _apply_meta(lines: list, stop: int, vocab, path) -> None:
+    """Read the ``# ngramlm-meta`` line (if any) among the first ``stop`` lines into ``vocab``."""
+    for ln in range(stop):
+        if lines[ln].startswith(META_PREFIX):
+            try:
+                meta = json.loads(lines[ln][len(META_PREFIX):])
+                vocab.n_corpus_unk_ = int(meta.get("n_corpus_unk") or 0)
+                if meta.get("tokenizer"):
+                    from corpora.tokenize import TokenizerSpec
+
+                    vocab.tokenizer = TokenizerSpec.from_dict(meta["tokenizer"])
+            except (ValueError, TypeError, AttributeError, KeyError, InputError) as exc:
+                raise InputError(f"unreadable ngramlm metadata line ({exc})", path=path, line=ln + 1,
+                                 fix="delete the line (the model then counts a literal <unk> as an OOV)") from None
+            return
 
 
 def looks_like_arpa(path: os.PathLike | str) -> bool:
+    """True when the first non-blank line (of the gunzipped text) is ``\\data\\`` (a sniff: never raises)."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(4096)
-    except OSError:
-        return False
-    if head[:2] == b"\x1f\x8b":
-        import gzip
+        if head[:2] == b"\x1f\x8b":
+            import gzip
 
-        try:
-            head = gzip.decompress(read_bytes(path)[:1 << 20])[:4096]
-        except Exception:
-            try:
-                with gzip.open(path, "rb") as g:
-                    head = g.read(4096)
-            except Exception:
-                return False
+            with gzip.open(path, "rb") as g:
+                head = g.read(4096)
+    except Exception:  # unreadable, or gzip data that is corrupt: not an ARPA file we can read
+        return False
+    if head.startswith(b"\xef\xbb\xbf"):
+        head = head[3:]
     for line in head.split(b"\n"):
-        if line.strip():
+        if line.strip() and not line.startswith(b"#"):  # KenLM allows '#' comment lines before \data\
             return line.strip() == b"\\data\\"
     return False
 
@@ -97,6 +119,11 @@ def write_arpa(model, path: os.PathLike | str) -> None:
         counts.append(len(lines))
         sections.append(lines)
         grams_prev = grams
+    # What ARPA has no field for but the accounting needs, on a '#' line before \data\ (KenLM
+    # and this reader accept comment lines there; SRILM ignores any text there): whether the
+    # training text used <unk> as a word (PTB), and the tokenizer.  Re-imported, the model
+    # counts OOVs exactly as the native file does.
+    out.write(META_PREFIX + json.dumps(arpa_meta(model), separators=(",", ":"), ensure_ascii=False) + "\n")
     out.write("\n\\data\\\n")
     for k, c in enumerate(counts, start=1):
         out.write(f"ngram {k}={c}\n")
@@ -170,6 +197,10 @@ def read_arpa(path: os.PathLike | str, *, unk_token: str = "<unk>", bos_token: s
         line = raw.count(b"\n", 0, exc.start) + 1
         raise InputError(f"not valid UTF-8 at byte offset {exc.start}", path=path, line=line,
                          fix="convert the ARPA file to UTF-8") from None
+    if text.startswith("\ufeff"):  # a byte-order mark, as some editors write
+        text = text[1:]
+    if "\r" in text:  # CRLF (Windows) line ends
+        text = text.replace("\r\n", "\n")
     lines = text.split("\n")
     i = 0
     nlines = len(lines)
@@ -179,6 +210,7 @@ def read_arpa(path: os.PathLike | str, *, unk_token: str = "<unk>", bos_token: s
 
     while i < nlines and lines[i].strip() != "\\data\\":
         i += 1
+    data_line = i
     if i == nlines:
         raise InputError("not an ARPA file: no \\data\\ header", path=path,
                          fix="pass an ARPA file, or a native model written by `ngramlm train`")
@@ -193,6 +225,9 @@ def read_arpa(path: os.PathLike | str, *, unk_token: str = "<unk>", bos_token: s
             raise err(f"bad count line {lines[i].strip()!r}", i + 1) from None
         if k != len(declared) + 1 or c < 0:
             raise err(f"counts must be listed for orders 1, 2, ... in turn; got {lines[i].strip()!r}", i + 1)
+        if k > MAX_ORDER:
+            raise err(f"order {k} is above the highest order this toolkit handles ({MAX_ORDER})", i + 1,
+                      fix=f"use a model of order {MAX_ORDER} or less")
         declared.append(c)
         i += 1
     if not declared:
@@ -230,6 +265,9 @@ def read_arpa(path: os.PathLike | str, *, unk_token: str = "<unk>", bos_token: s
     for w, ln in zip(uni_words, entries[0][3]):
         if w in seen:
             raise err(f"duplicate unigram {w!r} (first at line {seen[w]})", int(ln))
+        if w == "<pad>":  # id 0 of every vocabulary here, never a word
+            raise err("the unigram '<pad>' is reserved by this toolkit for padding", int(ln),
+                      fix="rename the word in the ARPA file (e.g. to <pad_>)")
         seen[w] = int(ln)
     itos = ["<pad>", bos_token, eos_token, unk_token] + [w for w in uni_words if w not in (bos_token, eos_token, unk_token)]
     vocab = Vocab(unk_token=unk_token, bos_token=bos_token, eos_token=eos_token)
@@ -239,6 +277,7 @@ def read_arpa(path: os.PathLike | str, *, unk_token: str = "<unk>", bos_token: s
     vocab.n_train_tokens_ = 0
     vocab.n_train_unk_ = 0
     vocab.n_corpus_unk_ = 0
+    _apply_meta(lines, data_line, vocab, path)
     V = len(itos)
     stoi = vocab.stoi_
 

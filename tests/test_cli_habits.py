@@ -35,7 +35,8 @@ def test_train_without_text_reads_piped_stdin_never_the_toy_corpus(run_cli, tmp_
 def test_dash_output_is_stdout_for_arpa_vocab_and_export(run_cli, tmp_path):
     code, out, err = run_cli("train", "toy", "--order", "2", "-o", "-")
     assert code == 0, err
-    assert out.lstrip().startswith("\\data\\") and out.rstrip().endswith("\\end\\")
+    assert out.startswith("# ngramlm-meta ")  # the accounting metadata, a comment line KenLM accepts
+    assert out.split("\n", 1)[1].lstrip().startswith("\\data\\") and out.rstrip().endswith("\\end\\")
     assert not (tmp_path / "-").exists()
     arpa = tmp_path / "from-stdout.arpa"
     arpa.write_text(out)
@@ -126,3 +127,43 @@ def test_blank_lines_count_as_kenlm_counts_them_in_files_and_stdin(run_cli, tmp_
 
     lm = read_arpa(arpa)
     assert lm.log10_prob("</s>", ["<s>"]) == pytest.approx(ref.score("", bos=True, eos=True), abs=1e-5)
+
+
+def _summary(run_cli, model, text, **kw):
+    code, out, err = run_cli("ppl", model, text, "--json", **kw)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_native_arpa_and_reimport_give_one_accounting(run_cli, tmp_path):
+    """A training text that uses <unk> as a word (as PTB does): a literal <unk> in the test text is
+    then an ordinary type, not an OOV -- in the native file, its ARPA export and the re-import."""
+    train = tmp_path / "train.txt"
+    train.write_text("the <unk> sat on the mat\nthe dog sat on the <unk>\na cat and a dog\n" * 4)
+    test = tmp_path / "test.txt"
+    test.write_text("the <unk> sat\nthe zebra sat on the mat\n")
+    native, arpa, again = tmp_path / "m.npz", tmp_path / "m.arpa", tmp_path / "again.npz"
+    assert run_cli("train", train, "--order", "3", "--smoothing", "kn", "--discount-fallback", "-o", native)[0] == 0
+    assert run_cli("export-arpa", native, arpa)[0] == 0
+    assert run_cli("import-arpa", arpa, again)[0] == 0
+    a, b, c = (_summary(run_cli, m, test) for m in (native, arpa, again))
+    assert a["oovs"] == b["oovs"] == c["oovs"] == 1  # zebra; the literal <unk> is a word of this model
+    for key in ("sentences", "words", "tokens", "zero_probs"):
+        assert a[key] == b[key] == c[key]
+    for key in ("ppl", "ppl_excluding_oovs", "ppl1"):
+        assert a[key] == pytest.approx(b[key], rel=1e-6) and b[key] == pytest.approx(c[key], rel=1e-12)
+    # A foreign ARPA file (no ngramlm metadata line) follows KenLM: a literal <unk> is an OOV.
+    foreign = tmp_path / "foreign.arpa"
+    foreign.write_text("\n".join(line for line in arpa.read_text().splitlines() if not line.startswith("#")) + "\n")
+    assert _summary(run_cli, foreign, test)["oovs"] == 2
+
+
+@pytest.mark.slow
+def test_ptb_counts_the_same_in_every_format(run_cli, shared_corpora, tmp_path, monkeypatch):
+    monkeypatch.setenv("NGRAMLM_DATA_DIR", str(shared_corpora))
+    native, arpa = tmp_path / "p.npz", tmp_path / "p.arpa"
+    assert run_cli("train", "ptb", "--order", "3", "-o", native)[0] == 0
+    assert run_cli("export-arpa", native, arpa)[0] == 0
+    a, b = _summary(run_cli, native, "ptb"), _summary(run_cli, arpa, "ptb")
+    assert a["oovs"] == b["oovs"] == 0 and a["tokens"] == b["tokens"] == 82430
+    assert a["ppl_excluding_oovs"] == pytest.approx(b["ppl_excluding_oovs"], rel=1e-6)
