@@ -39,19 +39,10 @@ def load_sentences(source: str, *, split: str, data_dir: Optional[str], tokenize
 
 
 def load_model(path: str):
-    """A native model or an ARPA file (never a pickle)."""
-    from ngramlm.arpa import looks_like_arpa, read_arpa
-    from ngramlm.io_native import load_native
+    """A native model or an ARPA file (plain or gzip), recognised by content; never a pickle."""
+    from ngramlm.query import load_any
 
-    p = Path(path)
-    if not p.exists():
-        raise InputError("no such model file", path=p, fix="check the path, or train one with `ngramlm train`")
-    if p.is_dir():
-        raise InputError("is a directory, not a model file", path=p,
-                         fix="pass the model file inside it (.npz, .arpa or a neural .pt)")
-    if looks_like_arpa(p):
-        return read_arpa(p)
-    return load_native(p)
+    return load_any(path)
 
 
 def _check_tokenizer(model, text_spec, model_path):

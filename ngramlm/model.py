@@ -43,6 +43,13 @@ class TokenScores:
         return len(self.log10_prob)
 
 
+def _linked(pos: np.ndarray) -> np.ndarray:
+    """True where a padded position continues the previous one's history (same sentence)."""
+    linked = np.zeros(len(pos), dtype=bool)
+    linked[1:] = pos[1:] == pos[:-1] + 1
+    return linked
+
+
 class NgramLM:
     """An n-gram LM over a shared :class:`~corpora.vocab.Vocab`.
 
@@ -111,7 +118,6 @@ class NgramLM:
                              fix="count with the same vocabulary")
         self.vocab_ = vocab
         self._index = None  # hash indexes of a previous fit are stale
-        self._n_scoring_calls = 0
         self.order_ = counts.order
         self.n_types_ = vocab.n_types
         self.smoother_name_ = smoother.name
@@ -178,9 +184,7 @@ class NgramLM:
         gids = [tokens.astype(np.int64)]
         # A history continues only where positions are consecutive (rows of a batch
         # of queries are separate sentences even when they carry no <s>).
-        linked = np.zeros(len(pos), dtype=bool)
-        linked[1:] = pos[1:] == pos[:-1] + 1
-        self._linked = linked
+        linked = _linked(pos)
         for k in range(2, self.order_ + 1):
             prev = np.empty_like(gids[-1])
             prev[0] = -1
@@ -200,7 +204,7 @@ class NgramLM:
     def build_index(self) -> "NgramLM":
         """Build hash indexes over the n-gram keys (~4x faster lookups, ~12 bytes per slot).
 
-        Built automatically on the second scoring call: a one-off ``ngramlm ppl`` is
+        Built only when asked (``ngramlm.Model`` asks on load): a one-off ``ngramlm ppl`` is
         faster with binary search than with building the index first.
         """
         from .hashindex import HashIndex
@@ -225,7 +229,7 @@ class NgramLM:
             matched[hit] = k
         # Add the backoff weight of every context longer than the match: context
         # length j applies at t when j >= matched[t] and the history has j words.
-        linked = self._linked
+        linked = _linked(pos)
         missing = self.missing_backoff_
         for j in range(1, n):
             t = np.flatnonzero((matched[1:] <= j) & (pos[1:] >= j) & linked[1:]) + 1
@@ -263,7 +267,7 @@ class NgramLM:
                 ctx = np.empty(len(tokens), dtype=np.int64)
                 ctx[0] = -1
                 ctx[1:] = gids[o - 2][:-1]
-                ctx[~self._linked] = -1
+                ctx[~_linked(pos)] = -1
                 cs = ctx[sel]
                 tot = np.zeros(len(cs))
                 ok = cs >= 0
@@ -282,9 +286,8 @@ class NgramLM:
     def token_scores(self, text: EncodedText, *, oov: Optional[np.ndarray] = None) -> TokenScores:
         """Score every predicted token of an encoded text (words and sentence ends)."""
         self._check_fitted()
-        self._n_scoring_calls = getattr(self, "_n_scoring_calls", 0) + 1
-        if self._n_scoring_calls == 2 and getattr(self, "_index", None) is None:
-            self.build_index()
+        # Scoring never changes the model: the hash index is built by build_index() (ngramlm.Model
+        # does it on load); without it lookups are binary searches, faster for a one-off text.
         tokens, pos = padded_stream(text)
         lp, matched = self._score_padded(tokens, pos)
         keep = pos > 0  # drop the <s> positions

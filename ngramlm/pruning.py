@@ -135,7 +135,6 @@ def apply_keep(model, keep: list) -> None:
         if k < n:
             model.log10_backoff_[k - 1] = model.log10_backoff_[k - 1][sel]
     model._index = None
-    model._n_scoring_calls = 0
     # Recompute back-off weights, low orders first.
     for k in range(2, n + 1):
         parent, n_ctx, _, _, S, L = _masses(model, k)

@@ -88,7 +88,7 @@ def load_any(path: os.PathLike | str):
 class Model:
     """The kenlm.Model API over an ARPA or native back-off model (or an :class:`NgramLM` given as ``lm``)."""
 
-    def __init__(self, path: Optional[os.PathLike | str] = None, config=None, *, lm=None) -> None:
+    def __init__(self, path: Optional[os.PathLike | str] = None, config=None, *, lm=None, index: bool = True) -> None:
         if (path is None) == (lm is None):
             raise InputError("give a model path or lm=NgramLM, not both", fix="Model('lm.arpa')")
         self.path = None if path is None else os.fspath(path)
@@ -98,7 +98,9 @@ class Model:
             raise InputError(f"a {self.lm.smoother_name_} model is not a back-off model, which the kenlm API scores",
                              path=self.path, fix="use a model smoothed with mkn, kn, absolute, wb, jm or katz")
         self._stoi = self.lm.vocab_.stoi_
-        self._tables = None
+        self._tables = None  # the state API's dicts, built on its first call
+        if index:  # the vectorized scorer's hash index, built now rather than behind a later call
+            self.lm.build_index()
 
     # ------------------------------------------------------------------ kenlm.Model attributes
     @property

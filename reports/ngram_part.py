@@ -15,6 +15,7 @@ import numpy as np
 from corpora.errors import InputError
 from corpora.vocab import BOS_ID, EncodedText
 from ngramlm import NgramCounts, NgramLM
+from ngramlm.summary import report_from_log10
 from ngramlm.sparsity import flat_row, sparsity_table
 
 LOG2_10 = math.log2(10.0)
@@ -71,7 +72,7 @@ def ngram_settings(smoother: str, order: int, fraction: float = 1.0) -> dict:
 
 def split_scores(lm: NgramLM, text: EncodedText) -> tuple[dict, np.ndarray]:
     s = lm.token_scores(text)
-    rep = lm.perplexity_report(text)
+    rep = report_from_log10(s.log10_prob, s.oov, text.n_sentences)  # the same scores, not a second pass
     log2p = s.log10_prob * LOG2_10
     finite = np.isfinite(log2p)
     score = {
