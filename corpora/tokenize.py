@@ -49,14 +49,20 @@ class TokenizerSpec:
     space_symbol: str = "▁"  # char level: the token that stands for a space
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
+        # Specs also come from JSON files (vocabularies, models): check types, not just values.
+        if not isinstance(self.kind, str) or self.kind not in KINDS:
             raise InputError(
                 f"unknown tokenizer {self.kind!r}", fix=f"choose one of {', '.join(KINDS)}"
             )
-        if self.normalize not in NORMALIZATIONS:
+        if self.normalize is not None and (not isinstance(self.normalize, str) or self.normalize not in NORMALIZATIONS):
             raise InputError(
                 f"unknown Unicode normalisation {self.normalize!r}", fix="choose one of NFC, NFKC, NFD, NFKD"
             )
+        if not isinstance(self.lower, bool):
+            raise InputError(f"tokenizer option lower must be true or false, got {self.lower!r}",
+                             fix="use lower=True or lower=False")
+        if not isinstance(self.space_symbol, str):
+            raise InputError(f"space_symbol must be a string, got {self.space_symbol!r}", fix="use e.g. '▁' or '_'")
         if self.kind == "char" and (len(self.space_symbol) != 1 or self.space_symbol.isspace()):
             raise InputError(
                 f"space_symbol must be one non-space character, got {self.space_symbol!r}",
@@ -68,6 +74,9 @@ class TokenizerSpec:
 
     @classmethod
     def from_dict(cls, data: dict) -> "TokenizerSpec":
+        if not isinstance(data, dict):
+            raise InputError(f"a tokenizer spec must be a JSON object, got {type(data).__name__}",
+                             fix='give e.g. {"kind": "whitespace"}')
         known = {k: data[k] for k in ("kind", "lower", "normalize", "space_symbol") if k in data}
         return cls(**known)
 

@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
+import struct
 import zipfile
+import zlib
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
 from corpora.errors import InputError
 from corpora.textio import atomic_writer
 from corpora.vocab import Vocab
+
+from .counts import MAX_ORDER
 
 FORMAT = "ngramlm.ngram"
 FORMAT_VERSION = 1
@@ -65,24 +71,43 @@ def _atomic_savez(path: os.PathLike | str, arrays: dict) -> None:
 
 
 def is_native(path: os.PathLike | str) -> bool:
+    """True when ``path`` is a zip holding ``meta.npy`` (a sniff: never raises)."""
     try:
         with open(path, "rb") as fh:
             if fh.read(4) != ZIP_MAGIC:
                 return False
         with zipfile.ZipFile(path) as zf:
             return "meta.npy" in zf.namelist()
-    except (OSError, zipfile.BadZipFile):
+    except Exception:  # any bytes at all: a corrupt zip is simply "not native"
         return False
 
 
+# What reading arbitrary bytes through zipfile and numpy's .npy parser can raise
+# (bad zip structure, CRC, compression, npy header, truncation, encryption, sizes).
+_READ_ERRORS = (ValueError, KeyError, TypeError, IndexError, OSError, EOFError, zipfile.BadZipFile, zlib.error,
+                NotImplementedError, struct.error, OverflowError, MemoryError, RuntimeError, UnicodeDecodeError)
+
+
 def load_native(path: os.PathLike | str):
+    """Read a model written by :func:`save_native`; any other file gives an :class:`InputError`.
+
+    Never unpickles (``allow_pickle=False``).  Everything is validated before the
+    model is built -- metadata types, array names, dtypes, shapes, trie keys -- so a
+    model that loads also scores; a corrupt file names itself and what is wrong.
+    """
     from .model import NgramLM
 
     p = Path(path)
     if not p.exists():
         raise InputError("no such model file", path=p, fix="check the path, or train one with `ngramlm train`")
-    with open(p, "rb") as fh:
-        head = fh.read(4)
+    if p.is_dir():
+        raise InputError("is a directory, not a model file", path=p, fix="pass a model written by `ngramlm train`")
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(4)
+    except OSError as exc:
+        raise InputError(f"cannot read the model file ({exc.strerror or exc})", path=p,
+                         fix="check the file's permissions") from None
     if head[:1] == b"\x80":
         raise InputError("this is a Python pickle, which is never loaded (it could run code)", path=p,
                          fix="load only models written by `ngramlm train`, or import an ARPA file")
@@ -98,48 +123,137 @@ def load_native(path: os.PathLike | str):
             if "meta" not in names:
                 raise InputError("not an ngramlm model (no metadata); it may be a neural checkpoint or another "
                                  "program's file", path=p, fix="pass a model written by `ngramlm train`")
-            meta = json.loads(bytes(z["meta"]).decode("utf-8"))
+            raw_meta = _npy(z, "meta")
+            if raw_meta.dtype != np.uint8 or raw_meta.ndim != 1:
+                raise ValueError(f"the metadata is a {raw_meta.dtype} array of shape {raw_meta.shape}, not bytes")
+            meta = json.loads(raw_meta.tobytes().decode("utf-8"))
+            if not isinstance(meta, dict):
+                raise ValueError(f"the metadata is a JSON {type(meta).__name__}, not an object")
             if meta.get("format") != FORMAT:
                 raise InputError(f"not an ngramlm n-gram model (format {meta.get('format')!r})", path=p,
                                  fix="pass a model written by `ngramlm train`")
             if meta.get("version") != FORMAT_VERSION:
-                raise InputError(f"model format version {meta.get('version')} is not supported", path=p,
+                raise InputError(f"model format version {meta.get('version')!r} is not supported", path=p,
                                  fix="retrain the model with this version of the toolkit")
-            order = int(meta["order"])
-            arrays = {name: z[name] for name in names if name != "meta"}
+            order = meta.get("order")
+            if not isinstance(order, int) or isinstance(order, bool) or not 1 <= order <= MAX_ORDER:
+                raise ValueError(f"order {order!r} is not an integer from 1 to {MAX_ORDER}")
+            kind = meta.get("kind")
+            if kind not in ("backoff", "additive"):
+                raise ValueError(f"unknown model kind {kind!r}")
+            arrays = {}
+            for name in _array_names(kind, order):
+                if name not in names:
+                    raise ValueError(f"array {name!r} is missing")
+                arrays[name] = _npy(z, name)
     except InputError:
         raise
-    except (ValueError, KeyError, OSError, zipfile.BadZipFile, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"corrupt or truncated model file ({exc})", path=p,
+    except (*_READ_ERRORS, json.JSONDecodeError) as exc:
+        raise InputError(f"corrupt or truncated model file ({type(exc).__name__}: {exc})", path=p,
                          fix="retrain or re-copy the model") from None
-    ip = meta.get("init_params", {})
-    m = NgramLM(**{k: ip.get(k) for k in ("order", "smoothing", "k", "discount", "discount_fallback", "alpha", "lambdas",
-                                             "prune", "prune_entropy")})
     try:
-        m.vocab_ = Vocab.from_dict(meta["vocab"], path=str(p))
-        m.order_ = order
-        m.kind_ = meta["kind"]
-        m.smoother_name_ = meta["smoother"]
-        m.smoother_params_ = meta["smoother_params"]
-        m.n_types_ = int(meta["n_types"])
-        m.n_ngrams_ = list(meta["n_ngrams"])
-        m.count_of_counts_ = meta.get("count_of_counts", [])
-        m.is_distribution_ = bool(meta["is_distribution"])
-        m.missing_backoff_ = float(meta["missing_backoff"])
-        m.info_ = meta.get("info", {})
-        m.keys_ = [arrays[f"keys{k}"].astype(np.int64, copy=False) for k in range(1, order + 1)]
-        if m.kind_ == "backoff":
-            m.log10_prob_ = [arrays[f"logp{k}"] for k in range(1, order + 1)]
-            m.log10_backoff_ = [arrays[f"bo{k}"] for k in range(1, order)] + [np.zeros(0)]
-            sizes_ok = all(len(m.log10_prob_[k]) == len(m.keys_[k]) for k in range(order)) and all(
-                len(m.log10_backoff_[k]) == len(m.keys_[k]) for k in range(order - 1))
-        else:
-            m.add_k_ = float(m.smoother_params_.get("k", 0.0))
-            m.counts_ = [arrays[f"count{k}"] for k in range(1, order + 1)]
-            m.ctx_total_ = [arrays[f"ctx{k}"] for k in range(1, order + 1)]
-            sizes_ok = all(len(m.counts_[k]) == len(m.keys_[k]) for k in range(order))
-        if not sizes_ok or len(m.keys_[0]) != len(m.vocab_):
-            raise ValueError("array sizes do not match")
-    except (KeyError, ValueError, TypeError) as exc:
+        return _build(NgramLM, meta, arrays, order, kind, p)
+    except InputError:
+        raise
+    except (ValueError, KeyError, TypeError, IndexError, OverflowError) as exc:
         raise InputError(f"corrupt model file ({exc})", path=p, fix="retrain or re-copy the model") from None
+
+
+def _npy(z, name: str) -> np.ndarray:
+    """Member ``name`` of an open npz; numpy hands back raw bytes for a member that is not .npy data."""
+    a = z[name]
+    if not isinstance(a, np.ndarray):
+        raise ValueError(f"member {name!r} is not a numpy array")
+    return a
+
+
+def _array_names(kind: str, order: int) -> list:
+    names = [f"keys{k}" for k in range(1, order + 1)]
+    if kind == "backoff":
+        return names + [f"logp{k}" for k in range(1, order + 1)] + [f"bo{k}" for k in range(1, order)]
+    return names + [f"count{k}" for k in range(1, order + 1)] + [f"ctx{k}" for k in range(1, order + 1)]
+
+
+def _vector(arrays: dict, name: str, size: Optional[int], *, integer: bool = False) -> np.ndarray:
+    """Array ``name`` as a 1-d int64 / float64 vector of ``size`` entries (None: any), or ValueError."""
+    a = arrays[name]
+    if a.ndim != 1:
+        raise ValueError(f"array {name!r} has shape {a.shape}, expected a vector")
+    if integer and a.dtype.kind not in "iu":
+        raise ValueError(f"array {name!r} holds {a.dtype}, expected integers")
+    if not integer and a.dtype.kind not in "fiu":
+        raise ValueError(f"array {name!r} holds {a.dtype}, expected numbers")
+    if size is not None and len(a) != size:
+        raise ValueError(f"array {name!r} has {len(a)} entries, expected {size}")
+    if integer:
+        if a.dtype.kind == "u" and len(a) and a.max() > np.iinfo(np.int64).max:
+            raise ValueError(f"array {name!r} holds values beyond int64")
+        return a.astype(np.int64, copy=False)
+    out = a.astype(np.float64, copy=False)
+    if np.isnan(out).any() or np.isposinf(out).any():
+        raise ValueError(f"array {name!r} holds NaN or +inf")
+    return out
+
+
+def _get(meta: dict, key: str, types: tuple, what: str, default=...):
+    """``meta[key]`` if it has one of ``types`` (JSON true/false is not a number here), else ValueError."""
+    if key not in meta:
+        if default is ...:
+            raise ValueError(f"metadata field {key!r} is missing")
+        return default
+    v = meta[key]
+    if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+        raise ValueError(f"metadata field {key!r} is {v!r}, expected {what}")
+    return v
+
+
+def _build(NgramLM, meta: dict, arrays: dict, order: int, kind: str, p: Path):
+    ip = _get(meta, "init_params", (dict,), "an object", {})
+    m = NgramLM(**{k: ip.get(k) for k in ("order", "smoothing", "k", "discount", "discount_fallback", "alpha",
+                                             "lambdas", "prune", "prune_entropy")})
+    m.vocab_ = Vocab.from_dict(meta.get("vocab"), path=str(p))
+    V = len(m.vocab_)
+    m.order_ = order
+    m.kind_ = kind
+    m.smoother_name_ = _get(meta, "smoother", (str,), "a name")
+    m.smoother_params_ = _get(meta, "smoother_params", (dict,), "an object")
+    m.n_types_ = _get(meta, "n_types", (int,), "an integer")
+    if m.n_types_ != V - 2:
+        raise ValueError(f"n_types is {m.n_types_} but the vocabulary predicts {V - 2} types")
+    n_ngrams = _get(meta, "n_ngrams", (list,), "a list")
+    if len(n_ngrams) != order or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in n_ngrams):
+        raise ValueError(f"n_ngrams {n_ngrams!r} is not {order} counts")
+    m.n_ngrams_ = list(n_ngrams)
+    m.count_of_counts_ = _get(meta, "count_of_counts", (list,), "a list", [])
+    m.is_distribution_ = _get(meta, "is_distribution", (bool,), "true or false")
+    mb = _get(meta, "missing_backoff", (int, float), "a number")
+    if not (math.isfinite(mb) and mb <= 0):
+        raise ValueError(f"missing_backoff {mb!r} is not a log10 weight <= 0")
+    m.missing_backoff_ = float(mb)
+    m.info_ = _get(meta, "info", (dict,), "an object", {})
+    # The trie: unigram keys are the ids; order k's keys are parent * V + word, sorted,
+    # unique, with parent an entry of order k-1 -- what every lookup relies on.
+    keys = [_vector(arrays, "keys1", V, integer=True)]
+    if not np.array_equal(keys[0], np.arange(V)):
+        raise ValueError("array 'keys1' is not the vocabulary's ids 0..V-1")
+    for k in range(2, order + 1):
+        kk = _vector(arrays, f"keys{k}", None, integer=True)
+        if len(kk) and (kk[0] < 0 or kk[-1] >= len(keys[-1]) * V or not np.all(kk[1:] > kk[:-1])):
+            raise ValueError(f"array 'keys{k}' is not a sorted list of {k}-gram keys of this vocabulary")
+        keys.append(kk)
+    m.keys_ = keys
+    sizes = [len(x) for x in keys]
+    if kind == "backoff":
+        m.log10_prob_ = [_vector(arrays, f"logp{k}", sizes[k - 1]) for k in range(1, order + 1)]
+        m.log10_backoff_ = [_vector(arrays, f"bo{k}", sizes[k - 1]) for k in range(1, order)] + [np.zeros(0)]
+    else:
+        add_k = m.smoother_params_.get("k", 0.0)
+        if not isinstance(add_k, (int, float)) or isinstance(add_k, bool) or not (math.isfinite(add_k) and add_k >= 0):
+            raise ValueError(f"add-k pseudo-count {add_k!r} is not a number >= 0")
+        m.add_k_ = float(add_k)
+        m.counts_ = [_vector(arrays, f"count{k}", sizes[k - 1]) for k in range(1, order + 1)]
+        # ctx1 is the total count; ctx_k is indexed by the entries of order k-1.
+        m.ctx_total_ = [_vector(arrays, f"ctx{k}", 1 if k == 1 else sizes[k - 2]) for k in range(1, order + 1)]
+        if any((c < 0).any() for c in m.counts_ + m.ctx_total_):
+            raise ValueError("negative counts")
     return m
