@@ -162,23 +162,20 @@ def stale_temp_files(path: os.PathLike | str) -> list:
 
 def sweep_stale_temp_files(folder: os.PathLike | str) -> int:
     """Remove every stale atomic-write temp file under ``folder`` (``--force`` on a run folder)."""
-    n = 0
     root = Path(folder)
     if not root.is_dir():
         return 0
-    for q in root.rglob(f".*{TEMP_SUFFIX}"):
-        if q.is_file() and _is_stale_temp(q.name):
-            try:
-                q.unlink()
-                n += 1
-            except OSError:
-                pass
-    return n
+    return _unlink_all(q for q in root.rglob(f".*{TEMP_SUFFIX}") if q.is_file() and _is_stale_temp(q.name))
 
 
 def remove_stale_temp_files(path: os.PathLike | str) -> int:
+    return _unlink_all(stale_temp_files(path))
+
+
+def _unlink_all(paths) -> int:
+    """Remove what can be removed (another process may be removing the same left-overs)."""
     n = 0
-    for q in stale_temp_files(path):
+    for q in paths:
         try:
             q.unlink()
             n += 1
