@@ -301,8 +301,9 @@ def budget_notes(settings, data, adopted_models: tuple = ()) -> list:
             need = cost[name]
             if need > 0.8 * minutes * 60:  # 20 % of the budget is left for training at least a little
                 holds = math.ceil(need / 0.8 / 60 * 10) / 10
+                rows = ("its row will overshoot" if option == "--neural-minutes" else
+                        f"if it is the best neural model, each of its {times} learning-curve rows will overshoot")
                 notes.append(f"note: {LABELS.get(name, name)} ({settings.neural_size}) needs about {need:.0f} s on this "
-                             f"machine just to score valid and test, more than {option} {minutes:g} allows; "
-                             f"{'each of its ' + str(times) + ' rows' if times > 1 else 'its row'} will overshoot "
+                             f"machine just to score valid and test, more than {option} {minutes:g} allows; {rows} "
                              f"(pass {option} {holds:g} or more for a budget that holds, or a smaller --neural-size)")
     return notes
