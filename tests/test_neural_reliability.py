@@ -110,3 +110,20 @@ def test_a_time_budget_covers_training_validation_and_the_final_scoring():
     # The bound: within 10 % or one batch of the budget (plus scheduling noise on a shared CPU).
     assert wall <= budget_s * 1.10 + batch + 0.5, (wall, batch)
     assert wall >= budget_s * 0.5  # and the budget was used, not thrown away
+
+
+def test_compare_says_up_front_when_a_budget_cannot_pay_for_the_scoring(monkeypatch):
+    import reports.neural_part as part
+    from reports.settings import CompareSettings
+
+    cost = {"lstm": 10.0, "transformer": 100.0}  # seconds to score valid + test, as if measured
+    monkeypatch.setattr(part, "scoring_seconds", lambda name, size, data, probe_tokens=2000: cost[name])
+    s = CompareSettings(neural=("lstm", "transformer"), neural_minutes=1.0, curve=(0.1, 1.0)).validate()
+    notes = part.budget_notes(s, data=None)
+    # main budget 60 s: the Transformer (100 s) cannot hold it, the LSTM (10 s) can;
+    # curve budget 15 s: the LSTM fits in 80 % of it? 10 s <= 12 s yes; the Transformer does not.
+    assert len(notes) == 2
+    assert "Transformer (small) needs about 100 s" in notes[0] and "--neural-minutes 1 allows" in notes[0]
+    assert "--neural-minutes 2.1 or more" in notes[0]  # 100 s / 0.8 = 125 s -> 2.1 min
+    assert "learning-curve rows" in notes[1] and "--curve-minutes 2.1" in notes[1]
+    assert part.budget_notes(CompareSettings(neural_epochs=1, neural_minutes=None).validate(), data=None) == []
