@@ -13,7 +13,7 @@ import gzip
 import os
 import zlib
 from pathlib import Path
-from typing import Iterator
+from typing import Optional, Iterator
 
 from .errors import InputError, ToolkitError
 
@@ -97,12 +97,12 @@ class OutputError(ToolkitError):
         super().__init__(f"{path}: {message} (fix: {fix})")
 
 
-def _fix_for(exc: OSError, p: Path) -> str:
-    """The sentence that tells the user what to do about a failed write."""
+def _fix_for(exc: OSError, folder: Path) -> str:
+    """The sentence that tells the user what to do about a failed write into ``folder``."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return f"free space on the disk holding {p.parent}, or write somewhere else"
+        return f"free space on the disk holding {folder}, or write somewhere else"
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return f"choose a writable location, or make {p.parent} writable"
+        return f"choose a writable location, or make {folder} writable"
     if exc.errno == errno.EISDIR:
         return "give a file name, not a directory"
     if exc.errno in (errno.EEXIST, errno.ENOTDIR):
@@ -112,11 +112,13 @@ def _fix_for(exc: OSError, p: Path) -> str:
     return "check the path and the disk"
 
 
-def output_error(exc: OSError, path: os.PathLike | str, what: str = "cannot write") -> OutputError:
-    """Turn an ``OSError`` raised while writing ``path`` into a one-line :class:`OutputError`."""
+def output_error(exc: OSError, path: os.PathLike | str, what: str = "cannot write",
+                 folder: Optional[Path] = None) -> OutputError:
+    """Turn an ``OSError`` raised while writing ``path`` (into ``folder``, default its parent) into a
+    one-line :class:`OutputError`."""
     p = Path(path)
     reason = exc.strerror or str(exc)
-    return OutputError(f"{what}: {reason}", path=p, fix=_fix_for(exc, p))
+    return OutputError(f"{what}: {reason}", path=p, fix=_fix_for(exc, folder or p.parent))
 
 
 def _umask() -> int:
@@ -221,7 +223,7 @@ def check_writable(path: os.PathLike | str, *, what: str = "output file", create
         os.close(fd)
         os.unlink(tmp)
     except OSError as exc:
-        raise output_error(exc, p) from None
+        raise output_error(exc, p, folder=probe_dir) from None  # the folder that exists, not one to create
     remove_stale_temp_files(p)
     return p
 

@@ -287,7 +287,8 @@ class Trainer:
         t0 = time.perf_counter()
         evaluate(model, prefix, batch_size=self.cfg.eval_batch_size)
         t1 = time.perf_counter()
-        evaluate(model, prefix, batch_size=1) if self.reserve_tokens else None
+        if self.reserve_tokens:
+            evaluate(model, prefix, batch_size=1)
         t2 = time.perf_counter()
         self._val_rate = n / max(t1 - t0, 1e-6)
         self._score_rate = n / max(t2 - t1, 1e-6) if self.reserve_tokens else math.inf
