@@ -96,15 +96,25 @@ def write_arpa(model, path: os.PathLike | str) -> None:
     if not model.is_distribution_:
         raise InputError("stupid backoff scores are not probabilities and back off even from unseen contexts; "
                          "an ARPA file would score them differently", fix="export a properly smoothed model")
+    from . import accel
+
     V = len(model.vocab_)
     n = model.order_
+    # What ARPA has no field for but the accounting needs, on a '#' line before \data\ (KenLM
+    # and this reader accept comment lines there; SRILM ignores any text there): whether the
+    # training text used <unk> as a word (PTB), and the tokenizer.  Re-imported, the model
+    # counts OOVs exactly as the native file does.
+    head = [META_PREFIX + json.dumps(arpa_meta(model), separators=(",", ":"), ensure_ascii=False), "", "\\data\\"]
+    head += [f"ngram {k}={c}" for k, c in enumerate(_arpa_counts(model), start=1)]
+    if accel.fast is not None:
+        _write_compiled(model, path, "\n".join(head) + "\n")
+        return
     out = io.StringIO()
+    out.write("\n".join(head) + "\n")
     # Whole columns at a time: the words of each n-gram through an object array of strings
     # (C-level concatenation), numbers through one '%.7g' pass; no Python loop per line.
     itos = np.array(model.vocab_.itos_, dtype=object)
     text_prev = None
-    sections = []
-    counts = []
     for k in range(1, n + 1):
         keys = model.keys_[k - 1]
         lp = np.array(model.log10_prob_[k - 1], dtype=np.float64)
@@ -120,29 +130,41 @@ def write_arpa(model, path: os.PathLike | str) -> None:
             text_all = text_prev[keys // V] + " " + itos[keys % V]
             sel = np.arange(len(keys))
             text = text_all
-        cols = [_fmt_column(lp[sel]), text]
+        line = _fmt_column(lp[sel]) + "\t" + text
         if bo is not None:
-            cols.append(_fmt_column(np.asarray(bo, dtype=np.float64)[sel]))
-        line = cols[0] + "\t" + cols[1]
-        if bo is not None:
-            line = line + "\t" + cols[2]
-        counts.append(len(line))
-        sections.append(line.tolist())
-        text_prev = text_all
-    # What ARPA has no field for but the accounting needs, on a '#' line before \data\ (KenLM
-    # and this reader accept comment lines there; SRILM ignores any text there): whether the
-    # training text used <unk> as a word (PTB), and the tokenizer.  Re-imported, the model
-    # counts OOVs exactly as the native file does.
-    out.write(META_PREFIX + json.dumps(arpa_meta(model), separators=(",", ":"), ensure_ascii=False) + "\n")
-    out.write("\n\\data\\\n")
-    for k, c in enumerate(counts, start=1):
-        out.write(f"ngram {k}={c}\n")
-    for k, lines in enumerate(sections, start=1):
+            line = line + "\t" + _fmt_column(np.asarray(bo, dtype=np.float64)[sel])
         out.write(f"\n\\{k}-grams:\n")
-        out.write("\n".join(lines))
+        out.write("\n".join(line.tolist()))
         out.write("\n")
+        text_prev = text_all
     out.write("\n\\end\\\n")
     atomic_write_text(path, out.getvalue())
+
+
+def _arpa_counts(model) -> list:
+    """n-grams per section: every vocabulary entry but <pad> is a unigram line."""
+    return [len(model.vocab_) - 1] + [len(k) for k in model.keys_[1:]]
+
+
+def _write_compiled(model, path, head: str) -> None:
+    """The same bytes as the column writer, formatted line by line in C (``%.7g``, '-99' for -inf)."""
+    from . import accel
+    from corpora.textio import atomic_writer
+
+    V = len(model.vocab_)
+    n = model.order_
+    words = [w.encode("utf-8") for w in model.vocab_.itos_]
+    with atomic_writer(path) as fh:
+        fh.write(head.encode("utf-8"))
+        for k in range(1, n + 1):
+            lp = np.ascontiguousarray(model.log10_prob_[k - 1], dtype=np.float64)
+            if k == 1:
+                lp = lp.copy()
+                lp[BOS_ID] = -99.0  # <s> is never predicted: ARPA's convention
+            bo = np.ascontiguousarray(model.log10_backoff_[k - 1], dtype=np.float64) if k < n else None
+            fh.write(f"\n\\{k}-grams:\n".encode())
+            accel.fast.write_section(fh, k, list(model.keys_), lp, bo, words, V, PAD_ID if k == 1 else -1)
+        fh.write(b"\n\\end\\\n")
 
 
 def _parse_uniform(lines, idx, k, top):
@@ -225,7 +247,31 @@ def _parse_section_slow(lines, a, b, k, top, err):
 
 
 def read_arpa(path: os.PathLike | str, **kwargs):
-    """Parse an ARPA file (plain or gzip) into an :class:`NgramLM` (see :func:`_read_arpa`)."""
+    """Parse an ARPA file (plain or gzip) into an :class:`NgramLM` (see :func:`read_arpa_tables`)."""
+    from .model import NgramLM
+
+    tables = read_arpa_tables(path, **kwargs)
+    return NgramLM.from_tables(tables, order=tables.order, smoothing="arpa")
+
+
+def read_arpa_tables(path: os.PathLike | str, **kwargs):
+    """Parse an ARPA file (plain or gzip) into :class:`~ngramlm.tables.NgramTables`.
+
+    The compiled reader parses the sections straight from the bytes; anything it does not
+    expect (CRLF line ends, odd spacing, an error of any kind) sends the file through the
+    careful parser below, which names the line of the problem.
+    """
+    from . import accel
+
+    raw = read_bytes(path)
+    if accel.fast is not None:
+        tables = _read_arpa_fast(raw, path, **kwargs)
+        if tables is not None:
+            return tables
+    return _read_arpa_careful(raw, path, **kwargs)
+
+
+def _read_arpa_careful(raw: bytes, path, **kwargs):
     import gc
 
     # Parsing creates millions of short-lived strings and lists; the cyclic collector would
@@ -234,17 +280,14 @@ def read_arpa(path: os.PathLike | str, **kwargs):
     was = gc.isenabled()
     gc.disable()
     try:
-        return _read_arpa(path, **kwargs)
+        return _parse_text(raw, path, **kwargs)
     finally:
         if was:
             gc.enable()
 
 
-def _read_arpa(path: os.PathLike | str, *, unk_token: str = "<unk>", bos_token: str = "<s>", eos_token: str = "</s>"):
-    """Parse an ARPA file (plain or gzip) into an :class:`NgramLM`."""
-    from .model import NgramLM
-
-    raw = read_bytes(path)
+def _parse_text(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: str = "<s>", eos_token: str = "</s>"):
+    """The careful parser: Python strings line by line, every problem reported with its line."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -323,29 +366,10 @@ def _read_arpa(path: os.PathLike | str, *, unk_token: str = "<unk>", bos_token: 
             raise err("the unigram '<pad>' is reserved by this toolkit for padding", int(ln),
                       fix="rename the word in the ARPA file (e.g. to <pad_>)")
         seen[w] = int(ln)
-    itos = ["<pad>", bos_token, eos_token, unk_token] + [w for w in uni_words if w not in (bos_token, eos_token, unk_token)]
-    vocab = Vocab(unk_token=unk_token, bos_token=bos_token, eos_token=eos_token)
-    vocab.itos_ = itos
-    vocab.stoi_ = {w: j for j, w in enumerate(itos)}
-    vocab.counts_ = {}
-    vocab.n_train_tokens_ = 0
-    vocab.n_train_unk_ = 0
-    vocab.n_corpus_unk_ = 0
+    vocab = _vocab(uni_words, unk_token, bos_token, eos_token)
     _apply_meta(lines, data_line, vocab, path)
-    V = len(itos)
+    V = len(vocab.itos_)
     stoi = vocab.stoi_
-
-    model = NgramLM(order=order, smoothing="arpa")
-    model.vocab_ = vocab
-    model.order_ = order
-    model.kind_ = "backoff"
-    model.smoother_name_ = "arpa"
-    model.smoother_params_ = {"source": str(path)}
-    model.n_types_ = V - 2
-    model.count_of_counts_ = []
-    model.is_distribution_ = True
-    model.missing_backoff_ = 0.0
-    model.info_ = {"arpa": str(path)}
     keys_l, lp_l, bo_l = [], [], []
     for k in range(1, order + 1):
         flat, probs, bos, lns = entries[k - 1]
@@ -359,14 +383,7 @@ def _read_arpa(path: os.PathLike | str, *, unk_token: str = "<unk>", bos_token: 
             r = int(np.flatnonzero((ids < 0).any(axis=1))[0])
             raise err(f"{k}-gram {text(r)!r} uses a word that is not among the unigrams", int(lns[r]))
         if k == 1:
-            lp = np.full(V, -np.inf)
-            bo = np.zeros(V)
-            lp[ids[:, 0]] = probs
-            bo[ids[:, 0]] = bos
-            if unk_token not in seen:
-                lp[UNK_ID] = LOG10_MISSING_UNK
-            lp[BOS_ID] = -np.inf  # never predicted (ARPA's -99)
-            keys = np.arange(V, dtype=np.int64)
+            keys, lp, bo = _unigram_rows(V, ids[:, 0], probs, bos, unk_token in seen)
         else:
             # The context's index: walk the trie one word at a time (int64 keys).
             parent = ids[:, 0].copy()
@@ -389,8 +406,133 @@ def _read_arpa(path: os.PathLike | str, *, unk_token: str = "<unk>", bos_token: 
         keys_l.append(keys)
         lp_l.append(lp.astype(np.float64))
         bo_l.append(bo.astype(np.float64) if k < order else np.zeros(0))
-    model.keys_ = keys_l
-    model.log10_prob_ = lp_l
-    model.log10_backoff_ = bo_l
-    model.n_ngrams_ = list(declared)
-    return model
+    return _tables(vocab, keys_l, lp_l, bo_l, declared, path)
+
+
+def _vocab(uni_words, unk_token: str, bos_token: str, eos_token: str) -> Vocab:
+    """The vocabulary of an ARPA file: specials at their fixed ids, then the unigrams in file order."""
+    itos = ["<pad>", bos_token, eos_token, unk_token] + [w for w in uni_words if w not in (bos_token, eos_token, unk_token)]
+    vocab = Vocab(unk_token=unk_token, bos_token=bos_token, eos_token=eos_token)
+    vocab.itos_ = itos
+    vocab.stoi_ = {w: j for j, w in enumerate(itos)}
+    vocab.counts_ = {}
+    vocab.n_train_tokens_ = 0
+    vocab.n_train_unk_ = 0
+    vocab.n_corpus_unk_ = 0
+    return vocab
+
+
+def _unigram_rows(V: int, ids: np.ndarray, probs: np.ndarray, bos: np.ndarray, has_unk: bool):
+    lp = np.full(V, -np.inf)
+    bo = np.zeros(V)
+    lp[ids] = probs
+    bo[ids] = bos
+    if not has_unk:
+        lp[UNK_ID] = LOG10_MISSING_UNK
+    lp[BOS_ID] = -np.inf  # never predicted (ARPA's -99)
+    return np.arange(V, dtype=np.int64), lp, bo
+
+
+def _tables(vocab, keys_l, lp_l, bo_l, declared, path):
+    from .tables import NgramTables
+
+    return NgramTables(vocab=vocab, kind="backoff", keys=keys_l, n_ngrams=list(declared), smoother_name="arpa",
+                       smoother_params={"source": str(path)}, info={"arpa": str(path)}, log10_prob=lp_l,
+                       log10_backoff=bo_l, missing_backoff=0.0, is_distribution=True)
+
+
+def _read_arpa_fast(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: str = "<s>", eos_token: str = "</s>"):
+    """The compiled reader: sections parsed from the bytes, no str per line or word.  None whenever
+    anything is unusual -- the careful parser then reads the file and names the line."""
+    from . import accel
+
+    fast = accel.fast
+    off = 3 if raw.startswith(b"\xef\xbb\xbf") else 0
+    if b"\r" in raw:
+        return None
+    # The header (comments, the ngramlm-meta line, \data\, the counts) is short: lines as str.
+    data = raw.find(b"\\data\\\n", off)
+    if data < 0 or (data > off and raw[data - 1:data] != b"\n"):
+        return None
+    try:
+        head = raw[off:data].decode("utf-8").split("\n") if data > off else []
+    except UnicodeDecodeError:
+        return None
+    if any(h.strip() and not h.startswith("#") for h in head):
+        return None
+    pos = data + len(b"\\data\\\n")
+    declared = []
+    while True:
+        nl = raw.find(b"\n", pos)
+        line = raw[pos:nl]
+        if not line.startswith(b"ngram "):
+            break
+        try:
+            k_s, c_s = line[6:].split(b"=")
+            k, c = int(k_s), int(c_s)
+        except ValueError:
+            return None
+        if k != len(declared) + 1 or c < 0 or k > MAX_ORDER:
+            return None
+        declared.append(c)
+        pos = nl + 1
+    order = len(declared)
+    if not order:
+        return None
+    sections = []
+    for k in range(1, order + 1):
+        while raw.startswith(b"\n", pos):
+            pos += 1
+        header = f"\\{k}-grams:\n".encode()
+        if not raw.startswith(header, pos):
+            return None
+        start = pos + len(header)
+        end = fast.section_end(raw, start)
+        sections.append((start, end))
+        pos = end
+    if raw[pos:].strip() != b"\\end\\":
+        return None
+    start, end = sections[0]
+    got = fast.parse_unigrams(raw, start, end, declared[0], order == 1)
+    if got is None:
+        return None
+    probs, bos, wstart, wlen = got
+    try:
+        uni_words = [raw[a:a + n].decode("utf-8") for a, n in zip(wstart.tolist(), wlen.tolist())]
+    except UnicodeDecodeError:
+        return None
+    if "<pad>" in uni_words:
+        return None
+    vocab = _vocab(uni_words, unk_token, bos_token, eos_token)
+    _apply_meta(head, len(head), vocab, path)
+    stoi = vocab.stoi_
+    V = len(vocab.itos_)
+    uni_ids = np.fromiter((stoi[w] for w in uni_words), dtype=np.int64, count=len(uni_words))
+    words = fast.WordTable(raw, wstart, wlen, uni_ids)
+    if words.duplicate >= 0:
+        return None
+    keys, lp, bo = _unigram_rows(V, uni_ids, probs, bos, unk_token in uni_words)
+    keys_l, lp_l, bo_l = [keys], [lp], [bo if order > 1 else np.zeros(0)]
+    # Files in prefix order (this toolkit's) walk the trie by galloping through sorted keys; others
+    # (KenLM lists n-grams by their last words) through hashes, built as each order is read.
+    index = None
+    for k in range(2, order + 1):
+        start, end = sections[k - 1]
+        got = fast.parse_section(raw, start, end, k, declared[k - 1], k == order, words, keys_l, index, V)
+        if got is None:
+            return None
+        probs, bos, raw_keys = got
+        if k == 2 and order > 2 and len(raw_keys) > 1 and not np.all(raw_keys[1:] > raw_keys[:-1]):
+            index = [None] * order
+        perm = np.argsort(raw_keys, kind="stable")
+        keys = raw_keys[perm]
+        del raw_keys
+        if len(keys) > 1 and (keys[1:] == keys[:-1]).any():
+            return None
+        keys_l.append(keys)
+        lp_l.append(probs[perm])
+        bo_l.append(bos[perm] if k < order else np.zeros(0))
+        del perm, probs, bos
+        if index is not None and k < order:
+            index[k - 1] = fast.KeyIndex(keys)
+    return _tables(vocab, keys_l, lp_l, bo_l, declared, path)

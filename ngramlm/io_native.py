@@ -208,29 +208,21 @@ def _get(meta: dict, key: str, types: tuple, what: str, default=...):
 
 
 def _build(NgramLM, meta: dict, arrays: dict, order: int, kind: str, p: Path):
+    from .tables import NgramTables
+
     ip = _get(meta, "init_params", (dict,), "an object", {})
-    m = NgramLM(**{k: ip.get(k) for k in ("order", "smoothing", "k", "discount", "discount_fallback", "alpha",
-                                             "lambdas", "prune", "prune_entropy")})
-    m.vocab_ = Vocab.from_dict(meta.get("vocab"), path=str(p))
-    V = len(m.vocab_)
-    m.order_ = order
-    m.kind_ = kind
-    m.smoother_name_ = _get(meta, "smoother", (str,), "a name")
-    m.smoother_params_ = _get(meta, "smoother_params", (dict,), "an object")
-    m.n_types_ = _get(meta, "n_types", (int,), "an integer")
-    if m.n_types_ != V - 2:
-        raise ValueError(f"n_types is {m.n_types_} but the vocabulary predicts {V - 2} types")
+    vocab = Vocab.from_dict(meta.get("vocab"), path=str(p))
+    V = len(vocab)
+    smoother_params = _get(meta, "smoother_params", (dict,), "an object")
+    n_types = _get(meta, "n_types", (int,), "an integer")
+    if n_types != V - 2:
+        raise ValueError(f"n_types is {n_types} but the vocabulary predicts {V - 2} types")
     n_ngrams = _get(meta, "n_ngrams", (list,), "a list")
     if len(n_ngrams) != order or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in n_ngrams):
         raise ValueError(f"n_ngrams {n_ngrams!r} is not {order} counts")
-    m.n_ngrams_ = list(n_ngrams)
-    m.count_of_counts_ = _get(meta, "count_of_counts", (list,), "a list", [])
-    m.is_distribution_ = _get(meta, "is_distribution", (bool,), "true or false")
     mb = _get(meta, "missing_backoff", (int, float), "a number")
     if not (math.isfinite(mb) and mb <= 0):
         raise ValueError(f"missing_backoff {mb!r} is not a log10 weight <= 0")
-    m.missing_backoff_ = float(mb)
-    m.info_ = _get(meta, "info", (dict,), "an object", {})
     # The trie: unigram keys are the ids; order k's keys are parent * V + word, sorted,
     # unique, with parent an entry of order k-1 -- what every lookup relies on.
     keys = [_vector(arrays, "keys1", V, integer=True)]
@@ -241,19 +233,24 @@ def _build(NgramLM, meta: dict, arrays: dict, order: int, kind: str, p: Path):
         if len(kk) and (kk[0] < 0 or kk[-1] >= len(keys[-1]) * V or not np.all(kk[1:] > kk[:-1])):
             raise ValueError(f"array 'keys{k}' is not a sorted list of {k}-gram keys of this vocabulary")
         keys.append(kk)
-    m.keys_ = keys
     sizes = [len(x) for x in keys]
+    tables = dict(vocab=vocab, kind=kind, keys=keys, n_ngrams=list(n_ngrams),
+                  smoother_name=_get(meta, "smoother", (str,), "a name"), smoother_params=smoother_params,
+                  info=_get(meta, "info", (dict,), "an object", {}),
+                  is_distribution=_get(meta, "is_distribution", (bool,), "true or false"),
+                  count_of_counts=_get(meta, "count_of_counts", (list,), "a list", []), missing_backoff=float(mb))
     if kind == "backoff":
-        m.log10_prob_ = [_vector(arrays, f"logp{k}", sizes[k - 1]) for k in range(1, order + 1)]
-        m.log10_backoff_ = [_vector(arrays, f"bo{k}", sizes[k - 1]) for k in range(1, order)] + [np.zeros(0)]
+        tables["log10_prob"] = [_vector(arrays, f"logp{k}", sizes[k - 1]) for k in range(1, order + 1)]
+        tables["log10_backoff"] = [_vector(arrays, f"bo{k}", sizes[k - 1]) for k in range(1, order)] + [np.zeros(0)]
     else:
-        add_k = m.smoother_params_.get("k", 0.0)
+        add_k = smoother_params.get("k", 0.0)
         if not isinstance(add_k, (int, float)) or isinstance(add_k, bool) or not (math.isfinite(add_k) and add_k >= 0):
             raise ValueError(f"add-k pseudo-count {add_k!r} is not a number >= 0")
-        m.add_k_ = float(add_k)
-        m.counts_ = [_vector(arrays, f"count{k}", sizes[k - 1]) for k in range(1, order + 1)]
+        tables["add_k"] = float(add_k)
+        tables["counts"] = [_vector(arrays, f"count{k}", sizes[k - 1]) for k in range(1, order + 1)]
         # ctx1 is the total count; ctx_k is indexed by the entries of order k-1.
-        m.ctx_total_ = [_vector(arrays, f"ctx{k}", 1 if k == 1 else sizes[k - 2]) for k in range(1, order + 1)]
-        if any((c < 0).any() for c in m.counts_ + m.ctx_total_):
+        tables["ctx_total"] = [_vector(arrays, f"ctx{k}", 1 if k == 1 else sizes[k - 2]) for k in range(1, order + 1)]
+        if any((c < 0).any() for c in tables["counts"] + tables["ctx_total"]):
             raise ValueError("negative counts")
-    return m
+    return NgramLM.from_tables(NgramTables(**tables), **{k: ip.get(k) for k in (
+        "order", "smoothing", "k", "discount", "discount_fallback", "alpha", "lambdas", "prune", "prune_entropy")})

@@ -23,6 +23,7 @@ from corpora.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, EncodedText, Vocab
 
 from .counts import NgramCounts, check_order, lookup, padded_stream
 from .smoothing import AdditiveSmoother, BackoffTables, Smoother, make_smoother
+from .tables import NgramTables
 from .summary import PerplexityReport, oov_flags, report_from_log10  # noqa: F401 (PerplexityReport re-exported)
 
 FORMAT = "ngramlm.ngram"
@@ -48,6 +49,71 @@ def _linked(pos: np.ndarray) -> np.ndarray:
     linked = np.zeros(len(pos), dtype=bool)
     linked[1:] = pos[1:] == pos[:-1] + 1
     return linked
+
+
+def estimate_tables(counts: NgramCounts, *, vocab: Vocab, smoother: Smoother) -> NgramTables:
+    """Smooth ``counts`` into the tables of a fitted model (estimation's output)."""
+    if counts.vocab_size != len(vocab):
+        raise InputError(f"counts are over {counts.vocab_size} ids but the vocabulary has {len(vocab)}",
+                         fix="count with the same vocabulary")
+    common = dict(
+        vocab=vocab,
+        keys=[counts.keys(k) for k in range(1, counts.order + 1)],
+        # Unigrams as an ARPA file lists them: every type plus <s>.
+        n_ngrams=[vocab.n_types + 1] + [len(counts.tables[k - 1]) for k in range(2, counts.order + 1)],
+        smoother_name=smoother.name,
+        smoother_params=smoother.get_params(),
+        count_of_counts=[counts.count_of_counts(k).tolist() for k in range(1, counts.order + 1)],
+    )
+    if isinstance(smoother, AdditiveSmoother):
+        cnt = [t.count.astype(np.float64) for t in counts.tables]
+        cnt[0] = cnt[0].copy()
+        cnt[0][[PAD_ID, BOS_ID]] = 0.0
+        # ctx_total[k-1][j]: total count of order-k n-grams whose context is entry j of order k-1.
+        totals = [np.array([cnt[0].sum()])]
+        for k in range(2, counts.order + 1):
+            totals.append(np.bincount(counts.tables[k - 1].parent, weights=cnt[k - 1],
+                                      minlength=len(counts.tables[k - 2])))
+        return NgramTables(kind="additive", counts=cnt, ctx_total=totals, add_k=float(smoother.k),
+                           info={"k": float(smoother.k)}, **common)
+    bt: BackoffTables = smoother.estimate(counts, vocab.n_types)
+    # float64 end to end, so every p(.|h) sums to 1 within 1e-9 (KenLM uses float32).
+    return NgramTables(kind="backoff", log10_prob=[np.asarray(p, dtype=np.float64) for p in bt.log10_prob],
+                       log10_backoff=[np.asarray(b, dtype=np.float64) for b in bt.log10_backoff],
+                       missing_backoff=float(bt.missing_backoff), is_distribution=bt.is_distribution,
+                       info=bt.info, **common)
+
+
+class CompiledIndex:
+    """The compiled extension's hash tables as the vectorised scorer's index."""
+
+    def __init__(self, tables: NgramTables) -> None:
+        from . import accel
+        from corpora.vocab import UNK_ID as _UNK
+
+        keep = tables.extended_rows() if tables.missing_backoff == 0.0 else [None] * tables.order
+        self.tables = accel.fast.Tables(list(tables.keys), list(tables.log10_prob), list(tables.log10_backoff),
+                                        float(tables.missing_backoff), tables.V, tables.vocab.stoi_, _UNK, keep)
+
+    def find(self, k: int, queries: np.ndarray) -> np.ndarray:
+        return self.tables.find_many(k, np.ascontiguousarray(queries, dtype=np.int64))
+
+
+def _table_field(name: str, doc: str):
+    """An attribute of the fitted model that lives in its tables (``lm.keys_`` is ``lm.tables_.keys``)."""
+
+    def get(self):
+        try:
+            tables = self.__dict__["tables_"]
+        except KeyError:
+            raise AttributeError(f"{name}: the model is not fitted") from None
+        return getattr(tables, name)
+
+    def set_(self, value):
+        self.tables_ = self.tables_.replace(**{name: value})
+        self._index = None
+
+    return property(get, set_, doc=doc)
 
 
 class NgramLM:
@@ -84,6 +150,31 @@ class NgramLM:
         self.prune = prune  # count cut-offs per order (n-grams with count <= cut-off go)
         self.prune_entropy = prune_entropy  # Stolcke threshold on relative perplexity increase
 
+    # ------------------------------------------------------------------ fitted state (views of tables_)
+    vocab_ = _table_field("vocab", "the vocabulary")
+    kind_ = _table_field("kind", '"backoff" or "additive"')
+    keys_ = _table_field("keys", "per order: sorted packed n-gram keys")
+    n_ngrams_ = _table_field("n_ngrams", "n-grams per order (ARPA counting)")
+    smoother_name_ = _table_field("smoother_name", "the smoothing method")
+    smoother_params_ = _table_field("smoother_params", "its parameters")
+    info_ = _table_field("info", "discounts, lambdas, pruning ... for reports")
+    is_distribution_ = _table_field("is_distribution", "False for stupid backoff")
+    count_of_counts_ = _table_field("count_of_counts", "count-of-counts per order")
+    log10_prob_ = _table_field("log10_prob", "per order: log10 p per row")
+    log10_backoff_ = _table_field("log10_backoff", "per order: log10 back-off per row")
+    missing_backoff_ = _table_field("missing_backoff", "log10 weight of an unstored context")
+    counts_ = _table_field("counts", "additive models: counts per row")
+    ctx_total_ = _table_field("ctx_total", "additive models: context totals")
+    add_k_ = _table_field("add_k", "additive models: the pseudo-count")
+
+    @property
+    def order_(self) -> int:
+        return self.tables_.order
+
+    @property
+    def n_types_(self) -> int:
+        return len(self.tables_.vocab) - 2
+
     # ------------------------------------------------------------------ fitting
     def _make_smoother(self) -> Smoother:
         # Every option goes in, None meaning "not given"; make_smoother refuses one the
@@ -113,47 +204,20 @@ class NgramLM:
 
     def fit_counts(self, counts: NgramCounts, *, vocab: Vocab, smoother: Optional[Smoother] = None) -> "NgramLM":
         smoother = smoother or self._make_smoother()
-        if counts.vocab_size != len(vocab):
-            raise InputError(f"counts are over {counts.vocab_size} ids but the vocabulary has {len(vocab)}",
-                             fix="count with the same vocabulary")
-        self.vocab_ = vocab
-        self._index = None  # hash indexes of a previous fit are stale
-        self.order_ = counts.order
-        self.n_types_ = vocab.n_types
-        self.smoother_name_ = smoother.name
-        self.smoother_params_ = smoother.get_params()
-        V = counts.vocab_size
-        self.keys_ = [counts.keys(k) for k in range(1, counts.order + 1)]
-        # Unigrams as an ARPA file lists them: every type plus <s>.
-        self.n_ngrams_ = [vocab.n_types + 1] + [len(k) for k in self.keys_[1:]]
-        self.count_of_counts_ = [counts.count_of_counts(k).tolist() for k in range(1, counts.order + 1)]
-        if isinstance(smoother, AdditiveSmoother):
-            self.kind_ = "additive"
-            self.add_k_ = float(smoother.k)
-            cnt = [t.count.astype(np.float64) for t in counts.tables]
-            cnt[0] = cnt[0].copy()
-            cnt[0][[PAD_ID, BOS_ID]] = 0.0
-            self.counts_ = cnt
-            # ctx_total_[k-1][j]: total count of order-k n-grams whose context is entry j of order k-1.
-            totals = [np.array([cnt[0].sum()])]
-            for k in range(2, counts.order + 1):
-                totals.append(np.bincount(counts.tables[k - 1].parent, weights=cnt[k - 1],
-                                          minlength=len(counts.tables[k - 2])))
-            self.ctx_total_ = totals
-            self.is_distribution_ = True
-            self.info_ = {"k": self.add_k_}
-            self.missing_backoff_ = 0.0
-        else:
-            tables: BackoffTables = smoother.estimate(counts, vocab.n_types)
-            self.kind_ = "backoff"
-            # float64 end to end, so every p(.|h) sums to 1 within 1e-9 (KenLM uses float32).
-            self.log10_prob_ = [np.asarray(p, dtype=np.float64) for p in tables.log10_prob]
-            self.log10_backoff_ = [np.asarray(b, dtype=np.float64) for b in tables.log10_backoff]
-            self.missing_backoff_ = float(tables.missing_backoff)
-            self.is_distribution_ = tables.is_distribution
-            self.info_ = tables.info
+        self._set_tables(estimate_tables(counts, vocab=vocab, smoother=smoother))
         if self.prune is not None or self.prune_entropy is not None:
             self._prune(counts)
+        return self
+
+    # ------------------------------------------------------------------ tables
+    @classmethod
+    def from_tables(cls, tables: NgramTables, **init_params) -> "NgramLM":
+        """A fitted model over ``tables`` (from an ARPA file, the native loader, pruning ...)."""
+        return cls(**init_params)._set_tables(tables)
+
+    def _set_tables(self, tables: NgramTables) -> "NgramLM":
+        self.tables_ = tables
+        self._index = None  # hash indexes of earlier tables are stale
         return self
 
     def _prune(self, counts: NgramCounts) -> None:
@@ -165,16 +229,16 @@ class NgramLM:
                              fix="prune models smoothed with mkn, kn, absolute, wb, jm or katz")
         before = list(self.n_ngrams_)
         if self.prune is not None and any(self.prune):
-            prune_counts(self, [t.count for t in counts.tables], list(self.prune))
+            self._set_tables(prune_counts(self, [t.count for t in counts.tables], list(self.prune)))
         if self.prune_entropy:
-            prune_entropy(self, float(self.prune_entropy))
+            self._set_tables(prune_entropy(self, float(self.prune_entropy)))
         self.info_ = dict(self.info_, pruned={"cutoffs": None if self.prune is None else list(self.prune),
                                               "entropy_threshold": self.prune_entropy,
                                               "ngrams_before": before, "ngrams_after": list(self.n_ngrams_)})
         return self
 
     def _check_fitted(self) -> None:
-        if not hasattr(self, "keys_"):
+        if not hasattr(self, "tables_"):
             raise NotFittedError(self)
 
     # ------------------------------------------------------------------ lookups
@@ -198,19 +262,29 @@ class NgramLM:
         """Index of each key in order k (-1 if absent): hash index if built, else binary search."""
         index = getattr(self, "_index", None)
         if index is not None:
-            return index[k - 1].lookup(queries)
+            return index.find(k, queries) if isinstance(index, CompiledIndex) else index[k - 1].lookup(queries)
         return lookup(self.keys_[k - 1], queries)
 
     def build_index(self) -> "NgramLM":
-        """Build hash indexes over the n-gram keys (~4x faster lookups, ~12 bytes per slot).
+        """Build hash indexes over the n-gram keys (~4x faster lookups than binary search).
 
-        Built only when asked (``ngramlm.Model`` asks on load): a one-off ``ngramlm ppl`` is
-        faster with binary search than with building the index first.
+        Built only when asked (``ngramlm.Model`` asks on load).  With the compiled extension the
+        index is its C hash tables (which the kenlm state API shares); without it, numpy ones.
         """
-        from .hashindex import HashIndex
+        from . import accel
 
-        self._index = [None] + [HashIndex(keys) for keys in self.keys_[1:]]
+        if self.kind_ == "backoff" and accel.fast is not None:
+            self._index = CompiledIndex(self.tables_)
+        else:
+            from .hashindex import HashIndex
+
+            self._index = [None] + [HashIndex(keys) for keys in self.keys_[1:]]
         return self
+
+    def compiled_tables(self):
+        """The compiled query tables (``ngramlm._fast.Tables``), or None without the extension."""
+        idx = self._index
+        return idx.tables if isinstance(idx, CompiledIndex) else None
 
     def _score_padded(self, tokens: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """log10 p and matched length at every padded position (values at <s> are meaningless)."""
@@ -409,7 +483,7 @@ class NgramLM:
 
     # ------------------------------------------------------------------ info
     def __repr__(self) -> str:
-        if not hasattr(self, "keys_"):
+        if not hasattr(self, "tables_"):
             return f"NgramLM(order={self.order}, smoothing={self.smoothing!r}, unfitted)"
         sizes = "/".join(str(n) for n in self.n_ngrams_)
         return f"NgramLM(order={self.order_}, smoothing={self.smoother_name_!r}, ngrams={sizes}, types={self.n_types_})"

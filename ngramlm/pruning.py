@@ -109,8 +109,16 @@ def entropy_scores(model) -> list:
     return out
 
 
-def apply_keep(model, keep: list) -> None:
-    """Drop the n-grams not in ``keep`` (bool masks per order) and renormalise back-offs."""
+def apply_keep(model, keep: list):
+    """The tables of ``model`` without the n-grams not in ``keep`` (bool masks per order), back-offs
+    renormalised.  ``model`` itself is left as it was."""
+    from .model import NgramLM
+
+    t = model.tables_
+    # A scratch model over fresh lists: the back-offs below are recomputed with the pruned
+    # lower orders already in place, so the scorer must see the tables as they are being built.
+    model = NgramLM.from_tables(t.replace(keys=list(t.keys), log10_prob=list(t.log10_prob),
+                                          log10_backoff=list(t.log10_backoff), n_ngrams=list(t.n_ngrams)))
     V = len(model.vocab_)
     n = model.order_
     keep = [None] + [np.asarray(m, dtype=bool).copy() for m in keep[1:]]
@@ -134,7 +142,6 @@ def apply_keep(model, keep: list) -> None:
         model.log10_prob_[k - 1] = model.log10_prob_[k - 1][sel]
         if k < n:
             model.log10_backoff_[k - 1] = model.log10_backoff_[k - 1][sel]
-    model._index = None
     # Recompute back-off weights, low orders first.
     for k in range(2, n + 1):
         parent, n_ctx, _, _, S, L = _masses(model, k)
@@ -147,6 +154,7 @@ def apply_keep(model, keep: list) -> None:
         with np.errstate(divide="ignore"):
             model.log10_backoff_[k - 2] = np.where(has, np.log10(bo), 0.0)
     model.n_ngrams_ = [model.n_ngrams_[0]] + [len(x) for x in model.keys_[1:]]
+    return model.tables_
 
 
 def check_prune_args(order: int, count_thresholds: Optional[Sequence[int]], entropy_threshold: Optional[float]) -> None:
@@ -164,17 +172,18 @@ def check_prune_args(order: int, count_thresholds: Optional[Sequence[int]], entr
         raise InputError(f"entropy pruning threshold must be >= 0, got {entropy_threshold}", fix="e.g. --prune-entropy 1e-8")
 
 
-def prune_counts(model, raw_counts: list, thresholds: Sequence[int]) -> None:
+def prune_counts(model, raw_counts: list, thresholds: Sequence[int]):
     """Drop n-grams whose raw count is <= the threshold of their order (KenLM's --prune)."""
     t = list(thresholds) + [thresholds[-1]] * (model.order_ - len(thresholds))
     keep = [None] + [raw_counts[k - 1] > t[k - 1] for k in range(2, model.order_ + 1)]
-    apply_keep(model, keep)
+    return apply_keep(model, keep)
 
 
-def prune_entropy(model, threshold: float) -> None:
-    """Stolcke pruning: drop n-grams whose removal raises perplexity by less than ``threshold`` (relative)."""
+def prune_entropy(model, threshold: float):
+    """Stolcke pruning: the tables without the n-grams whose removal raises perplexity by less than
+    ``threshold`` (relative)."""
     if threshold <= 0:
-        return
+        return model.tables_
     D = entropy_scores(model)
     keep = [None] + [np.expm1(D[k - 1]) >= threshold for k in range(2, model.order_ + 1)]
-    apply_keep(model, keep)
+    return apply_keep(model, keep)

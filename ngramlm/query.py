@@ -21,8 +21,11 @@ longer history that is not an n-gram of the model can neither be extended nor ca
 back-off weight other than 1, so dropping it changes no score -- KenLM minimises its
 states the same way), plus the history length (for models whose missing contexts carry
 a weight).  Two states are equal exactly when every later score from them is equal, and
-they hash accordingly, so they can key a decoder's recombination table.  The tables are
-Python dicts of the model's packed n-gram keys, built on the first state call.
+they hash accordingly, so they can key a decoder's recombination table.
+
+Two implementations give the same numbers: with the compiled extension (``ngramlm.accel``)
+``State`` is a C struct and ``BaseScore`` runs in C over the model's hash tables; without it,
+``State`` is the Python class below and the tables are Python dicts built on the first call.
 """
 from __future__ import annotations
 
@@ -35,8 +38,10 @@ import numpy as np
 from corpora.errors import InputError
 from corpora.vocab import BOS_ID, EOS_ID, UNK_ID
 
+from . import accel
 
-class State:
+
+class PyState:
     """A language-model state (the kenlm.State counterpart): hashable, comparable, copyable."""
 
     __slots__ = ("rows", "hist")
@@ -46,18 +51,22 @@ class State:
         self.hist = 0  # words of history the model can see (at most order - 1)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, State) and self.rows == other.rows and self.hist == other.hist
+        return isinstance(other, PyState) and self.rows == other.rows and self.hist == other.hist
 
     def __hash__(self) -> int:
         return hash((self.rows, self.hist))
 
-    def __copy__(self) -> "State":
-        s = State()
+    def __copy__(self) -> "PyState":
+        s = PyState()
         s.rows, s.hist = self.rows, self.hist
         return s
 
     def __repr__(self) -> str:
         return f"State(rows={self.rows}, hist={self.hist})"
+
+
+# The public State: the compiled one where the extension is built (Model's C path takes only it).
+State = accel.fast.State if accel.fast is not None else PyState
 
 
 class FullScoreReturn:
@@ -86,21 +95,35 @@ def load_any(path: os.PathLike | str):
 
 
 class Model:
-    """The kenlm.Model API over an ARPA or native back-off model (or an :class:`NgramLM` given as ``lm``)."""
+    """The kenlm.Model API over a back-off model: an ARPA or native file, :class:`NgramTables`
+    (``tables=``), or a fitted :class:`NgramLM` (``lm=``)."""
 
-    def __init__(self, path: Optional[os.PathLike | str] = None, config=None, *, lm=None, index: bool = True) -> None:
-        if (path is None) == (lm is None):
-            raise InputError("give a model path or lm=NgramLM, not both", fix="Model('lm.arpa')")
+    def __init__(self, path: Optional[os.PathLike | str] = None, config=None, *, lm=None, tables=None,
+                 index: bool = True) -> None:
+        from .model import NgramLM
+
+        if sum(x is not None for x in (path, lm, tables)) != 1:
+            raise InputError("give one of a model path, tables= or lm=", fix="Model('lm.arpa')")
         self.path = None if path is None else os.fspath(path)
+        if tables is not None:
+            lm = NgramLM.from_tables(tables, order=tables.order, smoothing=tables.smoother_name)
         self.lm = lm if lm is not None else load_any(path)
         self.lm._check_fitted()
         if self.lm.kind_ != "backoff":
             raise InputError(f"a {self.lm.smoother_name_} model is not a back-off model, which the kenlm API scores",
                              path=self.path, fix="use a model smoothed with mkn, kn, absolute, wb, jm or katz")
+        self.tables = self.lm.tables_
         self._stoi = self.lm.vocab_.stoi_
-        self._tables = None  # the state API's dicts, built on its first call
-        if index:  # the vectorized scorer's hash index, built now rather than behind a later call
+        self._tables = None  # the Python state API's dicts, built on its first call
+        self._fast = None
+        if index:  # the scorer's hash index, built now rather than behind a later call
             self.lm.build_index()
+            self._fast = self.lm.compiled_tables()
+        if self._fast is not None:
+            # The state API straight into C: bound methods as instance attributes, so a call
+            # costs no Python frame (beam-search decoders make millions of them).
+            self.BaseScore = self._fast.base_score
+            self._score = self._fast.score_ids
 
     # ------------------------------------------------------------------ kenlm.Model attributes
     @property
@@ -130,10 +153,7 @@ class Model:
         # carries a weight, as in stupid backoff: there the history length matters.)
         keep = [None] * n
         if missing == 0.0:
-            for k in range(1, n):  # order k rows that order k+1 extends
-                ext = np.zeros(len(lm.log10_prob_[k - 1]), dtype=bool)
-                ext[lm.keys_[k] // V] = True
-                keep[k] = (ext | (lm.log10_backoff_[k - 1] != 0.0)).tolist()
+            keep = [None] + [x.tolist() for x in self.tables.extended_rows()[1:]]
         self._tables = (V, n, gets, probs, backs, missing, keep)
 
     # ------------------------------------------------------------------ the state API
@@ -152,7 +172,8 @@ class Model:
         lp, length = self._score(in_state, wid, out_state)
         return FullScoreReturn(lp, length, wid == UNK_ID)
 
-    def _score(self, state: State, w: int, out: State) -> tuple:
+    def _score(self, state, w: int, out) -> tuple:
+        """(log10 p, matched length) of word id ``w`` after ``state``; ``out`` becomes the next state."""
         if self._tables is None:
             self._build()
         V, n, gets, probs, backs, missing, keep = self._tables

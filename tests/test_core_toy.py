@@ -189,7 +189,7 @@ def _brute_force_D(lm, k, j, ds):
     other = copy.deepcopy(lm)
     keep = [None] + [np.ones(len(other.keys_[i - 1]), dtype=bool) for i in range(2, lm.order_ + 1)]
     keep[k - 1][j] = False
-    apply_keep(other, keep)
+    other = NgramLM.from_tables(apply_keep(other, keep))
     p_after = other.next_probs(hist)
     m = p_before > 0
     kl = float(np.sum(p_before[m] * (np.log(p_before[m]) - np.log(p_after[m]))))
@@ -225,7 +225,7 @@ def test_entropy_pruning_keeps_exactly_what_the_threshold_says(toy_dataset):
     D = entropy_scores(full)
     lm = copy.deepcopy(full)
     thr = 1e-6
-    prune_entropy(lm, thr)
+    lm = NgramLM.from_tables(prune_entropy(lm, thr))
     keep3 = {tuple(int(x) for x in g) for g, d in zip(ngram_words(full, 3), D[2]) if math.expm1(d) >= thr}
     keep2 = {tuple(int(x) for x in g) for g, d in zip(ngram_words(full, 2), D[1]) if math.expm1(d) >= thr}
     keep2 |= {g[:2] for g in keep3}

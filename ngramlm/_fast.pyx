@@ -1,0 +1,788 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Compiled hot paths of the n-gram query side (optional: ``ngramlm._accel`` falls back to numpy/Python).
+
+Three jobs, each a loop that numpy cannot vectorise well and Python runs one object at a time:
+
+* ARPA sections parsed straight from the file's bytes (no str per line or per word): words to ids
+  through an open-addressing table over the unigram spellings, numbers through ``strtod``.
+  Anything unusual returns None and the careful Python parser reports the exact line.
+* ARPA sections written from the tables, one line at a time into a buffer handed to a file in
+  chunks; an n-gram's words come from walking its context rows up the trie.
+* ``Tables``: per order an open-addressing hash from packed key (context row * V + word) to row,
+  used by the vectorised scorer (``find_many``) and by the kenlm-style incremental state API
+  (``base_score``), where a Python-level loop would cost microseconds per call.
+"""
+from libc.stdlib cimport malloc, free, strtod
+from libc.string cimport memcpy, memcmp, memset
+from libc.stdint cimport int64_t, uint64_t, int32_t, uint32_t, uint8_t
+from libc.math cimport isfinite
+from libc.stdio cimport snprintf
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
+
+import numpy as np
+
+cdef enum:
+    MAX_ORDER = 12
+cdef uint64_t FIB = 0x9E3779B97F4A7C15ULL
+
+
+# ----------------------------------------------------------------------------- word spellings -> ids
+cdef inline uint64_t _fnv(const char* s, Py_ssize_t n) noexcept nogil:
+    cdef uint64_t h = 1469598103934665603ULL
+    cdef Py_ssize_t i
+    for i in range(n):
+        h ^= <uint8_t>s[i]
+        h *= 1099511628211ULL
+    return h
+
+
+cdef class WordTable:
+    """Byte spans of a buffer (the unigram words) -> ids, by open addressing on an FNV-1a hash."""
+
+    cdef const char* buf
+    cdef object owner
+    cdef int64_t* starts
+    cdef int32_t* lens
+    cdef int64_t* ids
+    cdef int64_t* slots  # index into starts/lens/ids, -1 empty
+    cdef uint64_t mask
+    cdef Py_ssize_t n
+    cdef public Py_ssize_t duplicate
+
+    def __cinit__(self):
+        self.starts = NULL
+        self.lens = NULL
+        self.ids = NULL
+        self.slots = NULL
+
+    def __dealloc__(self):
+        free(self.starts); free(self.lens); free(self.ids); free(self.slots)
+
+    def __init__(self, bytes buf, const int64_t[:] starts, const int32_t[:] lens, const int64_t[:] ids):
+        """Returns normally; ``duplicate`` is the first index whose spelling repeats (or -1)."""
+        cdef Py_ssize_t n = starts.shape[0], i
+        cdef uint64_t size = 16, h, s
+        while size < <uint64_t>(2 * n):
+            size <<= 1
+        self.owner = buf
+        self.buf = PyBytes_AS_STRING(buf)
+        self.n = n
+        self.mask = size - 1
+        self.starts = <int64_t*>malloc(max(n, 1) * sizeof(int64_t))
+        self.lens = <int32_t*>malloc(max(n, 1) * sizeof(int32_t))
+        self.ids = <int64_t*>malloc(max(n, 1) * sizeof(int64_t))
+        self.slots = <int64_t*>malloc(size * sizeof(int64_t))
+        if not (self.starts and self.lens and self.ids and self.slots):
+            raise MemoryError()
+        for i in range(<Py_ssize_t>size):
+            self.slots[i] = -1
+        self.duplicate = -1
+        for i in range(n):
+            self.starts[i] = starts[i]
+            self.lens[i] = lens[i]
+            self.ids[i] = ids[i]
+            if self._find(self.buf + starts[i], lens[i]) >= 0:
+                if self.duplicate < 0:
+                    self.duplicate = i
+                continue
+            h = _fnv(self.buf + starts[i], lens[i]) & self.mask
+            while self.slots[h] >= 0:
+                h = (h + 1) & self.mask
+            self.slots[h] = i
+
+    cdef inline int64_t _find(self, const char* s, Py_ssize_t n) noexcept nogil:
+        cdef uint64_t h = _fnv(s, n) & self.mask
+        cdef int64_t j
+        while True:
+            j = self.slots[h]
+            if j < 0:
+                return -1
+            if self.lens[j] == n and memcmp(self.buf + self.starts[j], s, n) == 0:
+                return self.ids[j]
+            h = (h + 1) & self.mask
+
+
+# ----------------------------------------------------------------------------- ARPA parsing
+cdef inline bint _is_sep(char c) noexcept nogil:
+    return c == b' ' or c == b'\t'
+
+
+cdef double POW10[23]
+POW10[0] = 1.0
+for _i in range(1, 23):
+    POW10[_i] = POW10[_i - 1] * 10.0  # exact: every power of ten up to 1e22 is a double
+
+
+cdef inline bint _digit(char c) noexcept nogil:
+    return c >= b'0' and c <= b'9'
+
+
+cdef inline const char* _number(const char* p, const char* end, double* out) noexcept nogil:
+    """Parse one decimal number ending at a separator or line end; NULL if it is not one.
+
+    Clinger's fast path: with at most 15 significant digits and a power of ten within 1e+-22 both
+    the digits and the power are exact doubles, so one multiply or divide is correctly rounded --
+    the same double as Python's float() and strtod, about ten times faster.  Anything else goes to
+    strtod.  Forms Python accepts but this does not (inf, nan, 1_000) return NULL, and the careful
+    parser decides."""
+    cdef const char* q = p
+    cdef bint neg = False, any_digit = False, eneg = False
+    cdef uint64_t mant = 0
+    cdef int digits = 0, exp10 = 0, e = 0, edigits = 0
+    cdef double v
+    cdef char tmp[64]
+    cdef char* stop
+    if q < end and (q[0] == b'-' or q[0] == b'+'):
+        neg = q[0] == b'-'
+        q += 1
+    while q < end and _digit(q[0]):
+        any_digit = True
+        if mant or q[0] != b'0':
+            if digits < 19:
+                mant = mant * 10 + <uint64_t>(q[0] - 48)
+            else:
+                exp10 += 1
+            digits += 1
+        q += 1
+    if q < end and q[0] == b'.':
+        q += 1
+        while q < end and _digit(q[0]):
+            any_digit = True
+            if mant or q[0] != b'0':
+                if digits < 19:
+                    mant = mant * 10 + <uint64_t>(q[0] - 48)
+                    exp10 -= 1
+                digits += 1
+            else:
+                exp10 -= 1
+            q += 1
+    if not any_digit:
+        return NULL
+    if q < end and (q[0] == b'e' or q[0] == b'E'):
+        q += 1
+        if q < end and (q[0] == b'-' or q[0] == b'+'):
+            eneg = q[0] == b'-'
+            q += 1
+        while q < end and _digit(q[0]):
+            if e < 100000:
+                e = e * 10 + (q[0] - 48)
+            edigits += 1
+            q += 1
+        if not edigits:
+            return NULL
+        exp10 += -e if eneg else e
+    if q < end and not _is_sep(q[0]) and q[0] != b'\n':
+        return NULL
+    if digits <= 15 and -22 <= exp10 <= 22:
+        v = <double>mant
+        if exp10 < 0:
+            v = v / POW10[-exp10]
+        else:
+            v = v * POW10[exp10]
+        out[0] = -v if neg else v
+        return q
+    if q - p >= 63:
+        return NULL
+    memcpy(tmp, p, q - p)  # strtod needs a terminator the buffer does not have
+    tmp[q - p] = 0
+    out[0] = strtod(tmp, &stop)
+    if stop != tmp + (q - p) or not isfinite(out[0]):
+        return NULL
+    return q
+
+
+def section_end(bytes buf, Py_ssize_t start):
+    """Offset of the first line at or after ``start`` that begins with a backslash (or the end)."""
+    cdef const char* b = PyBytes_AS_STRING(buf)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(buf), i = start
+    while i < n:
+        if b[i] == b'\\':
+            return i
+        while i < n and b[i] != b'\n':
+            i += 1
+        i += 1
+    return n
+
+
+def parse_unigrams(bytes buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t expected, bint top):
+    """The 1-gram section: (probs, backoffs, word starts, word lengths), or None if anything is unusual."""
+    return _parse(buf, start, end, 1, expected, top, None, None, None, 0)
+
+
+def parse_section(bytes buf, Py_ssize_t start, Py_ssize_t end, int k, Py_ssize_t expected, bint top,
+                  WordTable words, list keys, list index, int64_t V):
+    """A k-gram section: (probs, backoffs, packed keys), or None if anything is unusual (a field count,
+    a number, a word that is not a unigram, a context that is not an n-gram): the careful parser then
+    names the line.  A key is (row of the first k-1 words in order k-1) * V + last word id, the context
+    row found by walking the orders below: through their hash (index[j-1], a KeyIndex of order j) where
+    one is given, else by galloping through their sorted keys (keys[j-1]) -- fast only when the file
+    lists n-grams in prefix order, as this toolkit writes them."""
+    return _parse(buf, start, end, k, expected, top, words, keys, index, V)
+
+
+cdef inline int64_t _seek(const int64_t* a, Py_ssize_t n, Py_ssize_t* cur, int64_t q) noexcept nogil:
+    """Position of ``q`` in the sorted array ``a`` (-1 if absent), searched from the cursor.
+
+    Files list n-grams in an order where successive lookups mostly move forward by a little
+    (every file this toolkit writes; KenLM's are close): galloping from the last hit touches
+    a few neighbouring entries instead of a random cache line.  A lookup behind the cursor
+    falls back to a binary search of the whole array."""
+    cdef Py_ssize_t lo = cur[0], hi, step = 1, mid
+    if lo >= n or a[lo] > q:
+        lo = 0
+        hi = n
+    else:
+        while lo + step < n and a[lo + step] <= q:
+            lo += step
+            step <<= 1
+        hi = lo + step if lo + step < n else n
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if a[mid] <= q:
+            lo = mid
+        else:
+            hi = mid
+    if lo < n and a[lo] == q:
+        cur[0] = lo
+        return lo
+    return -1
+
+
+cdef object _parse(bytes buf, Py_ssize_t start, Py_ssize_t end, int k, Py_ssize_t expected, bint top,
+                   WordTable words, list sorted_keys, list index, int64_t V):
+    cdef const char* b = PyBytes_AS_STRING(buf)
+    cdef const char* p = b + start
+    cdef const char* e = b + end
+    cdef const char* w
+    cdef const char* q
+    cdef double prob, bo
+    cdef Py_ssize_t row = 0
+    cdef int j
+    cdef int64_t wid
+    probs_a = np.empty(expected, dtype=np.float64)
+    bos_a = np.zeros(expected, dtype=np.float64)
+    cdef double[:] probs = probs_a
+    cdef double[:] bos = bos_a
+    cdef int64_t[:] keys
+    cdef int64_t[:] wstart
+    cdef int32_t[:] wlen
+    cdef int64_t ctx = 0
+    cdef const char* ws[MAX_ORDER]
+    cdef Py_ssize_t wl[MAX_ORDER]
+    cdef const char* pws[MAX_ORDER]  # the previous line's words and their rows (see below)
+    cdef Py_ssize_t pwl[MAX_ORDER]
+    cdef int64_t prow[MAX_ORDER]
+    cdef bint same
+    for j in range(MAX_ORDER):
+        pwl[j] = -1
+    cdef const int64_t* sk[MAX_ORDER]
+    cdef Py_ssize_t sn[MAX_ORDER]
+    cdef Py_ssize_t cur[MAX_ORDER]
+    cdef const int64_t[:] kv
+    cdef const int64_t* hk[MAX_ORDER]
+    cdef const uint32_t* hr[MAX_ORDER]
+    cdef uint64_t hs[MAX_ORDER]
+    cdef _KeyHash kh
+    if words is None:
+        wstart_a = np.empty(expected, dtype=np.int64)
+        wlen_a = np.empty(expected, dtype=np.int32)
+        wstart = wstart_a
+        wlen = wlen_a
+    else:
+        keys_a = np.empty(expected, dtype=np.int64)
+        keys = keys_a
+        for j in range(2, k):
+            kv = sorted_keys[j - 1]  # alive in the caller's list
+            sn[j - 1] = kv.shape[0]
+            sk[j - 1] = &kv[0] if kv.shape[0] else NULL
+            cur[j - 1] = 0
+            hk[j - 1] = NULL
+            if index is not None and index[j - 1] is not None:
+                kh = index[j - 1]
+                hk[j - 1] = kh.keys
+                hr[j - 1] = kh.rows
+                hs[j - 1] = kh.size
+    while p < e:
+        if p[0] == b'\n':  # blank line
+            p += 1
+            continue
+        if row >= expected:
+            return None
+        p = _number(p, e, &prob)
+        if p == NULL or prob > 0:
+            return None
+        for j in range(k):
+            if p >= e or not _is_sep(p[0]):
+                return None
+            while p < e and _is_sep(p[0]):
+                p += 1
+            w = p
+            while p < e and not _is_sep(p[0]) and p[0] != b'\n':
+                p += 1
+            if p == w:
+                return None
+            ws[j] = w
+            wl[j] = p - w
+        if words is None:
+            wstart[row] = ws[0] - b
+            wlen[row] = <int32_t>wl[0]
+        else:
+            # Sorted files list n-grams sharing a prefix together: where this line's first j+1
+            # words are the previous line's, byte for byte, their row is already known, so the
+            # trie walk starts below the shared prefix.
+            same = True
+            for j in range(k - 1):
+                if same and wl[j] == pwl[j] and memcmp(ws[j], pws[j], wl[j]) == 0:
+                    continue
+                same = False
+                wid = words._find(ws[j], wl[j])
+                if wid < 0:
+                    return None
+                if j == 0:
+                    prow[0] = wid
+                else:  # one step down the trie: the row of the first j+1 words in order j+1
+                    if hk[j] != NULL:
+                        prow[j] = _hfind(hk[j], hr[j], hs[j], prow[j - 1] * V + wid)
+                    else:
+                        prow[j] = _seek(sk[j], sn[j], &cur[j], prow[j - 1] * V + wid)
+                    if prow[j] < 0:
+                        return None
+                pws[j] = ws[j]
+                pwl[j] = wl[j]
+            ctx = prow[k - 2]
+            wid = words._find(ws[k - 1], wl[k - 1])
+            if wid < 0:
+                return None
+            keys[row] = ctx * V + wid
+        bo = 0.0
+        if p < e and _is_sep(p[0]):
+            while p < e and _is_sep(p[0]):
+                p += 1
+            if p < e and p[0] != b'\n':
+                if top:
+                    return None
+                p = _number(p, e, &bo)
+                if p == NULL:
+                    return None
+                while p < e and _is_sep(p[0]):
+                    p += 1
+        if p < e and p[0] != b'\n':
+            return None
+        p += 1
+        probs[row] = prob
+        bos[row] = bo
+        row += 1
+    if row != expected:
+        return None
+    if words is None:
+        return probs_a, bos_a, wstart_a, wlen_a
+    return probs_a, bos_a, keys_a
+
+
+# ----------------------------------------------------------------------------- ARPA writing
+cdef inline int _fmt(double x, char* out) noexcept nogil:
+    if not isfinite(x):
+        memcpy(out, b"-99", 3)
+        return 3
+    return snprintf(out, 32, b"%.7g", x)
+
+
+cdef class _Sink:
+    """A growing byte buffer flushed to a Python file object in chunks."""
+
+    cdef char* buf
+    cdef Py_ssize_t n, cap
+    cdef object fh
+
+    def __cinit__(self, fh, Py_ssize_t cap):
+        self.buf = <char*>malloc(cap)
+        if self.buf == NULL:
+            raise MemoryError()
+        self.n = 0
+        self.cap = cap
+        self.fh = fh
+
+    def __dealloc__(self):
+        free(self.buf)
+
+    cdef void flush(self):
+        if self.n:
+            self.fh.write(PyBytes_FromStringAndSize(self.buf, self.n))
+            self.n = 0
+
+
+def write_section(fh, int k, list keys, const double[:] lp, object bo, list words, int64_t V, int64_t skip):
+    """Write the k-gram lines ``log10p<TAB>w1 .. wk[<TAB>backoff]`` for every row of order k to ``fh``.
+
+    ``keys[j]`` are the packed keys of order j+1 (``keys[0]`` unused: a unigram row is its word id);
+    ``words`` the UTF-8 spellings by id; ``skip`` a unigram id not to write (<pad>)."""
+    cdef Py_ssize_t n = lp.shape[0], r, i
+    cdef const double[:] bov
+    cdef bint has_bo = bo is not None
+    if has_bo:
+        bov = bo
+    cdef const int64_t* kp[MAX_ORDER]
+    cdef const int64_t[:] kv
+    cdef const int64_t* hk[MAX_ORDER]
+    cdef const uint32_t* hr[MAX_ORDER]
+    cdef uint64_t hs[MAX_ORDER]
+    cdef _KeyHash kh
+    for i in range(1, k):
+        kv = keys[i]  # the arrays stay alive in ``keys``
+        kp[i] = &kv[0] if kv.shape[0] else NULL
+    # Word spellings as one buffer + offsets, so the loop touches no Python object.
+    cdef Py_ssize_t nw = len(words)
+    cdef bytes joined = b"".join(words)
+    cdef const char* wb = PyBytes_AS_STRING(joined)
+    off_a = np.zeros(nw + 1, dtype=np.int64)
+    cdef int64_t[:] off = off_a
+    for i in range(nw):
+        off[i + 1] = off[i] + PyBytes_GET_SIZE(words[i])
+    cdef _Sink sink = _Sink(fh, 1 << 20)
+    cdef int64_t path[MAX_ORDER]
+    cdef int64_t key, row
+    cdef int j, m
+    cdef char num[40]
+    cdef Py_ssize_t need, wl
+    for r in range(n):
+        if k == 1 and r == skip:
+            continue
+        # The words of row r, last first: a row's key is (context row) * V + word.
+        row = r
+        for j in range(k - 1, 0, -1):
+            key = kp[j][row]
+            path[j] = key % V
+            row = key // V
+        path[0] = row
+        need = 80
+        for j in range(k):
+            need += off[path[j] + 1] - off[path[j]] + 1
+        if sink.n + need > sink.cap:
+            sink.flush()
+            if need > sink.cap:
+                free(sink.buf)
+                sink.buf = <char*>malloc(need)
+                if sink.buf == NULL:
+                    raise MemoryError()
+                sink.cap = need
+        m = _fmt(lp[r], num)
+        memcpy(sink.buf + sink.n, num, m)
+        sink.n += m
+        for j in range(k):
+            sink.buf[sink.n] = b'\t' if j == 0 else b' '
+            sink.n += 1
+            wl = off[path[j] + 1] - off[path[j]]
+            memcpy(sink.buf + sink.n, wb + off[path[j]], wl)
+            sink.n += wl
+        if has_bo:
+            sink.buf[sink.n] = b'\t'
+            sink.n += 1
+            m = _fmt(bov[r], num)
+            memcpy(sink.buf + sink.n, num, m)
+            sink.n += m
+        sink.buf[sink.n] = b'\n'
+        sink.n += 1
+    sink.flush()
+
+
+# ----------------------------------------------------------------------------- hash tables + state API
+cdef inline uint64_t _slot(int64_t key, uint64_t size) noexcept nogil:
+    # Fibonacci hashing, then the top 32 bits scaled to [0, size): any table size, no modulo.
+    return (((<uint64_t>key * FIB) >> 32) * size) >> 32
+
+
+cdef inline int64_t _hfind(const int64_t* keys, const uint32_t* rows, uint64_t size, int64_t key) noexcept nogil:
+    cdef uint64_t h = _slot(key, size)
+    cdef int64_t x
+    while True:
+        x = keys[h]
+        if x == key:
+            return rows[h]
+        if x < 0:
+            return -1
+        h += 1
+        if h == size:
+            h = 0
+
+
+cdef class _KeyHash:
+    """int64 key (>= 0) -> row, open addressing with linear probing at load <= 0.6 (12 bytes a slot)."""
+
+    cdef int64_t* keys
+    cdef uint32_t* rows
+    cdef uint64_t size
+
+    def __cinit__(self):
+        self.keys = NULL
+        self.rows = NULL
+        self.size = 0
+
+    def __init__(self, keys=None):
+        if keys is not None:
+            self.build(np.ascontiguousarray(keys, dtype=np.int64))
+
+    def __dealloc__(self):
+        free(self.keys)
+        free(self.rows)
+
+    def find_many(self, const int64_t[:] queries):
+        """Row of each key, -1 where absent (negative queries miss)."""
+        cdef Py_ssize_t i, n = queries.shape[0]
+        out_a = np.empty(n, dtype=np.int64)
+        cdef int64_t[:] out = out_a
+        with nogil:
+            for i in range(n):
+                out[i] = _hfind(self.keys, self.rows, self.size, queries[i]) if queries[i] >= 0 else -1
+        return out_a
+
+    @property
+    def nbytes(self):
+        return self.size * (sizeof(int64_t) + sizeof(uint32_t))
+
+    cdef int build(self, const int64_t[:] keys) except -1:
+        cdef Py_ssize_t n = keys.shape[0], i
+        cdef uint64_t size, h
+        if n >= 0xFFFFFFFF:
+            raise OverflowError("more than 2**32 n-grams of one order")
+        size = <uint64_t>(n / 0.6) + 16
+        self.size = size
+        self.keys = <int64_t*>malloc(size * sizeof(int64_t))
+        self.rows = <uint32_t*>malloc(size * sizeof(uint32_t))
+        if self.keys == NULL or self.rows == NULL:
+            raise MemoryError()
+        with nogil:
+            memset(self.keys, 0xFF, size * sizeof(int64_t))  # every slot -1: empty
+            for i in range(n):
+                h = _slot(keys[i], size)
+                while self.keys[h] >= 0:
+                    h += 1
+                    if h == size:
+                        h = 0
+                self.keys[h] = keys[i]
+                self.rows[h] = <uint32_t>i
+        return 0
+
+
+KeyIndex = _KeyHash
+
+
+cdef class State:
+    """A language-model state (the kenlm.State counterpart): hashable, comparable, copyable.
+
+    ``rows[L-1]`` is the row of the history's last L words in the order-L table (as far as those
+    n-grams exist); ``hist`` the number of history words the model can see."""
+
+    cdef int64_t r[MAX_ORDER]
+    cdef int length
+    cdef public int hist
+
+    def __cinit__(self):
+        self.length = 0
+        self.hist = 0
+
+    @property
+    def rows(self):
+        return tuple([self.r[i] for i in range(self.length)])
+
+    @rows.setter
+    def rows(self, value):
+        value = tuple(value)
+        if len(value) > MAX_ORDER:
+            raise ValueError(f"a state holds at most {MAX_ORDER} rows")
+        for i, v in enumerate(value):
+            self.r[i] = v
+        self.length = len(value)
+
+    def __eq__(self, other):
+        if not isinstance(other, State):
+            return NotImplemented
+        cdef State o = <State>other
+        if o.length != self.length or o.hist != self.hist:
+            return False
+        return memcmp(self.r, o.r, self.length * sizeof(int64_t)) == 0
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self):
+        cdef uint64_t h = 1469598103934665603ULL ^ <uint64_t>self.hist
+        cdef int i
+        for i in range(self.length):
+            h = (h ^ <uint64_t>self.r[i]) * FIB
+        return <Py_ssize_t>(h >> 1)
+
+    def __copy__(self):
+        cdef State s = State.__new__(State)
+        s.length = self.length
+        s.hist = self.hist
+        memcpy(s.r, self.r, self.length * sizeof(int64_t))
+        return s
+
+    def __reduce__(self):  # copy.deepcopy and friends; never used to load models
+        return (_make_state, (self.rows, self.hist))
+
+    def __repr__(self):
+        return f"State(rows={self.rows}, hist={self.hist})"
+
+
+def _make_state(rows, hist):
+    cdef State s = State()
+    s.rows = rows
+    s.hist = hist
+    return s
+
+
+cdef class Tables:
+    """The query tables of a back-off model in C arrays: hashes, log10 probabilities, back-offs."""
+
+    cdef int n
+    cdef int64_t V
+    cdef double missing
+    cdef list hashes  # per order (index k-1; None for unigrams): _KeyHash, owner of the slots below
+    cdef list arrays  # keeps the numpy arrays behind the pointers alive
+    cdef const double* probs[MAX_ORDER]
+    cdef const double* backs[MAX_ORDER]
+    cdef const uint8_t* keep[MAX_ORDER]
+    cdef const int64_t* hkeys[MAX_ORDER]
+    cdef const uint32_t* hrows[MAX_ORDER]
+    cdef uint64_t hsize[MAX_ORDER]
+    cdef object stoi_get
+    cdef int64_t unk
+
+    def __init__(self, list keys, list log10_prob, list log10_backoff, double missing, int64_t V,
+                 dict stoi, int64_t unk_id, list keep):
+        cdef int k
+        cdef _KeyHash h
+        self.n = len(keys)
+        if not 1 <= self.n <= MAX_ORDER:
+            raise ValueError(f"order {self.n} is outside 1..{MAX_ORDER}")
+        self.V = V
+        self.missing = missing
+        self.hashes = [None]
+        self.arrays = []
+        self.stoi_get = stoi.get
+        self.unk = unk_id
+        for k in range(self.n):
+            p = np.ascontiguousarray(log10_prob[k], dtype=np.float64)
+            self.arrays.append(p)
+            self.probs[k] = _dptr(p)
+            b = np.ascontiguousarray(log10_backoff[k], dtype=np.float64) if k < len(log10_backoff) else np.zeros(0)
+            self.arrays.append(b)
+            self.backs[k] = _dptr(b)
+            if keep is not None and keep[k] is not None:
+                kp = np.ascontiguousarray(keep[k], dtype=np.uint8)
+                self.arrays.append(kp)
+                self.keep[k] = _u8ptr(kp)
+            else:
+                self.keep[k] = NULL
+            if k >= 1:
+                h = _KeyHash()
+                h.build(np.ascontiguousarray(keys[k], dtype=np.int64))
+                self.hashes.append(h)
+                self.hkeys[k] = h.keys
+                self.hrows[k] = h.rows
+                self.hsize[k] = h.size
+            else:
+                self.hkeys[k] = NULL
+                self.hrows[k] = NULL
+
+    def find_many(self, int k, const int64_t[:] queries):
+        """Row of each packed key in the order-k table, -1 where absent (negative queries miss)."""
+        cdef Py_ssize_t i, n = queries.shape[0]
+        out_a = np.empty(n, dtype=np.int64)
+        cdef int64_t[:] out = out_a
+        if not 2 <= k <= self.n:
+            raise ValueError(f"no hash for order {k}")
+        with nogil:
+            for i in range(n):
+                out[i] = self._find(k, queries[i]) if queries[i] >= 0 else -1
+        return out_a
+
+    cdef inline int64_t _find(self, int L, int64_t key) noexcept nogil:
+        return _hfind(self.hkeys[L - 1], self.hrows[L - 1], self.hsize[L - 1], key)
+
+    def begin_sentence(self, State state, int64_t bos_id):
+        if self.n > 1:
+            state.r[0] = bos_id
+            state.length = 1
+            state.hist = 1
+        else:
+            state.length = 0
+            state.hist = 0
+
+    def null_context(self, State state):
+        state.length = 0
+        state.hist = 0
+
+    def word_id(self, word):
+        return self.stoi_get(word, self.unk)
+
+    cdef double _score(self, State s, int64_t w, State out, int* matched):
+        cdef int64_t new[MAX_ORDER]
+        cdef int64_t r, V = self.V
+        cdef int j = s.length, m = 1, L = 2, L2, nnew, i, hist
+        cdef double lp
+        new[0] = w
+        while L <= j + 1:
+            r = self._find(L, s.r[L - 2] * V + w)
+            if r < 0:
+                break
+            new[L - 1] = r
+            m = L
+            L += 1
+        nnew = m
+        lp = self.probs[m - 1][new[m - 1]]
+        if L <= j:
+            # Suffix-closed models have nothing longer; a pruned foreign file might.
+            for L2 in range(L + 1, j + 2):
+                r = self._find(L2, s.r[L2 - 2] * V + w)
+                if r >= 0:
+                    m = L2
+                    lp = self.probs[L2 - 1][r]
+        for i in range(m, s.hist + 1):
+            lp += self.backs[i - 1][s.r[i - 1]] if i <= j else self.missing
+        if nnew > self.n - 1:
+            nnew = self.n - 1
+        if self.missing == 0.0:
+            # KenLM's state minimisation (see ngramlm.query): drop rows nothing extends.
+            while nnew > 0 and not self.keep[nnew][new[nnew - 1]]:
+                nnew -= 1
+            hist = nnew
+        else:
+            hist = s.hist + 1 if s.hist + 1 < self.n - 1 else self.n - 1
+        memcpy(out.r, new, nnew * sizeof(int64_t))
+        out.length = nnew
+        out.hist = hist
+        matched[0] = m
+        return lp
+
+    def base_score(self, State in_state, word, State out_state):
+        cdef int m
+        return self._score(in_state, self.stoi_get(word, self.unk), out_state, &m)
+
+    def base_full_score(self, State in_state, word, State out_state):
+        """(log10 p, matched n-gram length, word id)."""
+        cdef int m
+        cdef int64_t wid = self.stoi_get(word, self.unk)
+        cdef double lp = self._score(in_state, wid, out_state, &m)
+        return lp, m, wid
+
+    def score_ids(self, State in_state, int64_t wid, State out_state):
+        cdef int m
+        cdef double lp = self._score(in_state, wid, out_state, &m)
+        return lp, m
+
+
+cdef const double* _dptr(object a):
+    cdef const double[:] v = a
+    if v.shape[0] == 0:
+        return NULL
+    return &v[0]
+
+
+cdef const uint8_t* _u8ptr(object a):
+    cdef const uint8_t[:] v = a
+    if v.shape[0] == 0:
+        return NULL
+    return &v[0]

@@ -1,0 +1,28 @@
+"""Which implementation runs the query side's hot loops: the compiled extension, or numpy/Python.
+
+``ngramlm._fast`` (Cython, built by ``pip install``) reads and writes ARPA sections from bytes
+and runs the kenlm-style state API in C.  Where it is missing -- no C compiler when the package
+was built, or ``NGRAMLM_NO_EXT=1`` in the environment (to compare or to rule it out) -- every
+caller falls back to the numpy/Python path, which gives the same numbers, only slower.
+``ngramlm info`` and :func:`describe` say which one runs and why.
+"""
+from __future__ import annotations
+
+import os
+
+fast = None
+reason = ""
+if os.environ.get("NGRAMLM_NO_EXT", "") not in ("", "0"):
+    reason = "disabled by NGRAMLM_NO_EXT"
+else:
+    try:
+        from . import _fast as fast  # noqa: F811
+    except ImportError as exc:  # not built (no compiler at install time) or built for another Python
+        reason = f"not built ({exc}); reinstall with a C compiler: pip install -e . (gcc, python3-dev)"
+
+
+def describe() -> str:
+    """One line: which implementation runs, and why not the compiled one where it does not."""
+    if fast is not None:
+        return "compiled extension ngramlm._fast"
+    return f"numpy/Python fallback: the compiled extension is {reason}"

@@ -1,0 +1,63 @@
+"""A fitted n-gram model as plain data: what estimation, ARPA reading, the native loader and pruning return.
+
+KenLM keeps estimation (``lmplz``) and querying (``query``, the ``kenlm`` module) apart, joined only by
+the tables a file holds.  Here the same: every producer returns an :class:`NgramTables`, and both
+query objects -- :class:`~ngramlm.model.NgramLM` (vectorised scoring, generation) and
+:class:`~ngramlm.query.Model` (the kenlm API) -- are built from one.
+
+The layout is a trie in sorted arrays.  Order 1 rows are the vocabulary ids; an order-k n-gram
+(k >= 2) is the packed key ``(row of its first k-1 words in order k-1) * V + last word``, and the
+keys of each order are sorted and unique, so a row number is the n-gram's rank.  Numbers are log10.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+import numpy as np
+
+from corpora.vocab import Vocab
+
+
+@dataclass
+class NgramTables:
+    vocab: Vocab
+    kind: str  # "backoff" (ARPA form: log10 p + log10 back-off per n-gram) or "additive" (counts)
+    keys: list  # per order k (index k-1): sorted int64 packed keys; order 1: arange(V)
+    n_ngrams: list  # per order, as an ARPA \data\ section counts them (unigrams: types + <s>)
+    smoother_name: str
+    smoother_params: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)  # discounts, lambdas, pruning, source file ... for reports
+    is_distribution: bool = True  # False for stupid backoff (scores, not probabilities)
+    count_of_counts: list = field(default_factory=list)
+    # back-off form
+    log10_prob: Optional[list] = None  # per order: float64 per row (-inf: never predicted)
+    log10_backoff: Optional[list] = None  # orders 1..n-1 per row; order n: empty
+    missing_backoff: float = 0.0  # log10 weight of a context that is not stored (0 but for stupid backoff)
+    # additive form (add-k / MLE over raw counts)
+    counts: Optional[list] = None  # per order: count per row
+    ctx_total: Optional[list] = None  # ctx_total[k-1][j]: total count of order-k n-grams with context row j
+    add_k: Optional[float] = None
+
+    @property
+    def order(self) -> int:
+        return len(self.keys)
+
+    @property
+    def V(self) -> int:
+        return len(self.vocab)
+
+    def replace(self, **changes) -> "NgramTables":
+        """A copy with some fields replaced (the arrays themselves are shared, not copied)."""
+        return replace(self, **changes)
+
+    def extended_rows(self) -> list:
+        """keep[k] (k = 1..n-1): order-k rows that some order-(k+1) n-gram extends, or whose back-off is
+        not 1 -- the rows a minimal query state must remember (KenLM's state minimisation)."""
+        V = self.V
+        out = [None] * self.order
+        for k in range(1, self.order):
+            ext = np.zeros(len(self.keys[k - 1]), dtype=bool)
+            ext[self.keys[k] // V] = True
+            out[k] = ext | (self.log10_backoff[k - 1] != 0.0)
+        return out

@@ -1,0 +1,225 @@
+"""The compiled extension (ngramlm._fast) and the numpy/Python paths give the same results.
+
+Every test here compares the two on the same input: ARPA tables read, ARPA bytes written, and
+every number and state of the kenlm-style state API.  Where the extension is not built, the
+comparisons skip (with the reason) and the rest of the suite tests the fallback alone.
+"""
+from __future__ import annotations
+
+import copy
+import gzip
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ngramlm import NgramLM, accel
+from ngramlm.arpa import _read_arpa_careful, _read_arpa_fast, read_arpa, read_arpa_tables, write_arpa
+from ngramlm.query import Model, PyState, State
+
+needs_ext = pytest.mark.skipif(accel.fast is None, reason=f"compiled extension: {accel.describe()}")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    from corpora import load_corpus, prepare
+    from corpora.toy import ToyConfig
+
+    ds = prepare(load_corpus("toy", toy_config=ToyConfig(n_train_tokens=40_000, n_valid_tokens=2000,
+                                                          n_test_tokens=2000)))
+    d = tmp_path_factory.mktemp("accel")
+    models = {}
+    for smoothing, order in (("mkn", 4), ("wb", 3), ("absolute", 2), ("mkn", 1)):
+        lm = NgramLM(order=order, smoothing=smoothing).fit(ds["train"], vocab=ds.vocab)
+        path = d / f"{smoothing}{order}.arpa"
+        write_arpa(lm, path)
+        models[f"{smoothing}{order}"] = (lm, path)
+    sents = [" ".join(s) for s in ds.corpus.sentences("test")][:200] + ["zzqx the", "<unk> <unk>", ""]
+    return models, sents
+
+
+def _same_tables(a, b):
+    assert a.vocab.itos_ == b.vocab.itos_ and a.n_ngrams == b.n_ngrams and a.order == b.order
+    assert a.vocab.n_corpus_unk_ == b.vocab.n_corpus_unk_
+    for x, y in zip(a.keys + a.log10_prob + a.log10_backoff, b.keys + b.log10_prob + b.log10_backoff):
+        assert x.dtype == y.dtype and np.array_equal(x, y)
+
+
+@needs_ext
+@pytest.mark.parametrize("name", ["mkn4", "wb3", "absolute2", "mkn1"])
+def test_compiled_reader_builds_the_careful_readers_tables(toy, name):
+    _, path = toy[0][name]
+    raw = path.read_bytes()
+    fast = _read_arpa_fast(raw, path)
+    assert fast is not None  # a file this toolkit wrote takes the compiled path
+    _same_tables(fast, _read_arpa_careful(raw, path))
+
+
+@needs_ext
+@pytest.mark.parametrize("edit", ["crlf", "srilm_no_zero_backoff", "spaces", "blank_lines", "bom", "gzip"])
+def test_unusual_layouts_read_the_same_either_way(toy, tmp_path, edit):
+    """Layouts other tools write: the compiled reader either handles them or hands over; same tables."""
+    lm, path = toy[0]["mkn4"]
+    text = path.read_text(encoding="utf-8")
+    if edit == "crlf":
+        text = text.replace("\n", "\r\n")
+    elif edit == "srilm_no_zero_backoff":  # SRILM omits a back-off of 0
+        text = "\n".join(ln[:-2] if ln.endswith("\t0") else ln for ln in text.split("\n"))
+    elif edit == "spaces":
+        text = text.replace("\t", " ")
+    elif edit == "blank_lines":
+        text = text.replace("\n\\2-grams:\n", "\n\n\n\\2-grams:\n\n")
+    elif edit == "bom":
+        text = "\ufeff" + text
+    out = tmp_path / "edited.arpa"
+    if edit == "gzip":
+        out = tmp_path / "edited.arpa.gz"
+        out.write_bytes(gzip.compress(text.encode("utf-8")))
+    else:
+        out.write_bytes(text.encode("utf-8"))
+    if edit == "srilm_no_zero_backoff":
+        assert "\t0\n" not in text and text.count("\n") > 100  # the edit did something
+    _same_tables(read_arpa_tables(out), _read_arpa_careful(out.read_bytes() if edit != "gzip" else
+                                                           gzip.decompress(out.read_bytes()), out))
+    base = read_arpa(path)
+    enc, oov = base.encode([s.split() for s in toy[1]])
+    got = read_arpa(out)
+    assert np.allclose(got.token_scores(enc, oov=oov).log10_prob, base.token_scores(enc, oov=oov).log10_prob,
+                       rtol=0, atol=0)
+
+
+@needs_ext
+@pytest.mark.parametrize("bad, message", [
+    ("\n-0.5\tzzz_not_a_unigram the\t-0.1\n", "not among the unigrams"),
+    ("\n0x1p-3\tthe the\t-0.1\n", "bad number"),
+    ("\nnan\tthe the\t-0.1\n", "finite"),
+    ("\n-0.5\tthe the the the\t-0.1\n", "fields"),
+])
+def test_errors_found_on_the_compiled_path_still_name_their_line(toy, tmp_path, bad, message):
+    """The compiled reader hands anything wrong to the careful one, which names the line."""
+    from corpora.errors import InputError
+
+    _, path = toy[0]["mkn4"]
+    text = path.read_text(encoding="utf-8")
+    head, rest = text.split("\\2-grams:\n", 1)
+    first, rest = rest.split("\n", 1)
+    edited = head + "\\2-grams:\n" + first + bad.rstrip("\n") + "\n" + rest
+    # Keep the declared count right, so the error is the bad line itself.
+    edited = edited.replace(f"ngram 2={text.split('ngram 2=')[1].split(chr(10))[0]}",
+                            f"ngram 2={int(text.split('ngram 2=')[1].split(chr(10))[0]) + 1}")
+    out = tmp_path / "bad.arpa"
+    out.write_text(edited, encoding="utf-8")
+    bad_line = edited.split("\n").index(bad.strip("\n")) + 1
+    with pytest.raises(InputError) as e:
+        read_arpa(out)
+    assert message in str(e.value) and f":{bad_line}:" in str(e.value)
+
+
+@needs_ext
+@pytest.mark.parametrize("name", ["mkn4", "wb3", "absolute2", "mkn1"])
+def test_compiled_writer_writes_the_column_writers_bytes(toy, tmp_path, monkeypatch, name):
+    lm, path = toy[0][name]
+    compiled = path.read_bytes()  # written with the extension (the fixture ran with it)
+    monkeypatch.setattr(accel, "fast", None)
+    write_arpa(lm, tmp_path / "columns.arpa")
+    assert (tmp_path / "columns.arpa").read_bytes() == compiled
+
+
+@needs_ext
+def test_compiled_writer_formats_numbers_like_python(tmp_path, monkeypatch):
+    """'%.7g' from C's snprintf and from Python agree on awkward values (and -inf is -99)."""
+    enc, vocab = _tiny()
+    lm = NgramLM(order=2, smoothing="wb").fit(enc, vocab=vocab)
+    vals = np.array([-1e-10, -123456789.0, -0.1, -1 / 3, -5e-324, -0.0, -np.inf, -1.0000005, -99.0, -12345.675])
+    lp = lm.log10_prob_[1].copy()
+    assert len(lp) >= len(vals)
+    lp[: len(vals)] = vals
+    lm.log10_prob_ = [lm.log10_prob_[0], lp]
+    write_arpa(lm, tmp_path / "c.arpa")
+    monkeypatch.setattr(accel, "fast", None)
+    write_arpa(lm, tmp_path / "p.arpa")
+    assert (tmp_path / "c.arpa").read_bytes() == (tmp_path / "p.arpa").read_bytes()
+
+
+def _tiny():
+    from corpora import Vocab
+
+    sents = [["a", "b", "c", "d"], ["b", "c", "a"], ["d", "d", "a", "b"], ["c"], ["a", "c", "e", "f", "b"]] * 2
+    vocab = Vocab().fit(sents)
+    return vocab.encode_sentences(sents), vocab
+
+
+@needs_ext
+@pytest.mark.parametrize("name", ["mkn4", "wb3", "absolute2", "mkn1"])
+def test_compiled_state_api_equals_the_python_one(toy, name):
+    """Every BaseScore number, matched length and resulting state, compiled vs Python."""
+    _, path = toy[0][name]
+    fast, slow = Model(path), Model(path, index=False)
+    assert fast._fast is not None and slow._fast is None
+    for line in toy[1]:
+        a, b = State(), State()
+        c, d = PyState(), PyState()
+        fast.BeginSentenceWrite(a)
+        slow.BeginSentenceWrite(c)
+        for w in line.split() + ["</s>"]:
+            r1 = fast.BaseFullScore(a, w, b)
+            r2 = slow.BaseFullScore(c, w, d)
+            assert (r1.log_prob, r1.ngram_length, r1.oov) == (r2.log_prob, r2.ngram_length, r2.oov)
+            assert b.rows == d.rows and b.hist == d.hist
+            a, b, c, d = b, a, d, c
+
+
+@needs_ext
+def test_compiled_states_hash_and_compare_by_value(toy):
+    _, path = toy[0]["mkn4"]
+    m = Model(path)
+    s1, s2, o1, o2 = State(), State(), State(), State()
+    m.BeginSentenceWrite(s1)
+    m.BeginSentenceWrite(s2)
+    assert s1 == s2 and hash(s1) == hash(s2) and s1 is not s2
+    w = toy[1][0].split()[0]
+    m.BaseScore(s1, w, o1)
+    m.BaseScore(s2, w, o2)
+    assert o1.rows and o1 == o2 and hash(o1) == hash(o2) and len({o1, o2}) == 1
+    m.NullContextWrite(o2)
+    assert o1 != o2 and o2 == State()
+    c = copy.copy(o1)
+    assert c == o1 and c is not o1 and copy.deepcopy(o1) == o1
+    with pytest.raises(TypeError):  # the C path takes its own states only
+        m.BaseScore(PyState(), "the", o1)
+
+
+@needs_ext
+def test_compiled_hash_index_scores_like_binary_search(toy):
+    lm, _ = toy[0]["mkn4"]
+    enc, oov = lm.encode([s.split() for s in toy[1]])
+    plain = NgramLM.from_tables(lm.tables_).token_scores(enc, oov=oov)
+    indexed = NgramLM.from_tables(lm.tables_).build_index()
+    assert indexed.compiled_tables() is not None
+    got = indexed.token_scores(enc, oov=oov)
+    assert np.array_equal(got.log10_prob, plain.log10_prob) and np.array_equal(got.ngram_length, plain.ngram_length)
+
+
+def test_the_fallback_is_used_and_said_when_the_extension_is_off():
+    code = ("from ngramlm import accel, State; from ngramlm.query import PyState; "
+            "print(accel.fast is None, State is PyState); print(accel.describe())")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                         env=dict(os.environ, NGRAMLM_NO_EXT="1")).stdout.splitlines()
+    assert out[0] == "True True"
+    assert "fallback" in out[1] and "NGRAMLM_NO_EXT" in out[1]
+
+
+def test_fallback_paths_give_the_same_scores(toy, tmp_path):
+    """The whole read -> score -> write round trip in a process without the extension."""
+    _, path = toy[0]["mkn4"]
+    code = ("import sys, numpy as np; from ngramlm import Model; from ngramlm.arpa import write_arpa; "
+            "m = Model(sys.argv[1]); print(repr(m.score('the cat sat on the mat'))); "
+            "write_arpa(m.lm, sys.argv[2])")
+    out = tmp_path / "fallback.arpa"
+    got = subprocess.run([sys.executable, "-c", code, str(path), str(out)], cwd=ROOT, capture_output=True,
+                         text=True, check=True, env=dict(os.environ, NGRAMLM_NO_EXT="1")).stdout.strip()
+    assert float(got) == Model(path).score("the cat sat on the mat")
+    assert out.read_bytes() == path.read_bytes()
