@@ -768,6 +768,35 @@ cdef class Tables:
         cdef double lp = self._score(in_state, wid, out_state, &m)
         return lp, m, wid
 
+    def sentence(self, list words, bint bos, bint eos, int64_t bos_id, int64_t eos_id, bint full):
+        """A whole sentence: its total log10 p, or with ``full`` a list of (log10 p, length, oov)."""
+        cdef State a = State.__new__(State)
+        cdef State b = State.__new__(State)
+        cdef State t
+        cdef double total = 0.0, lp
+        cdef int m
+        cdef int64_t wid
+        cdef list out = [] if full else None
+        if bos and self.n > 1:
+            a.r[0] = bos_id
+            a.length = 1
+            a.hist = 1
+        for w in words:
+            wid = self.stoi_get(w, self.unk)
+            lp = self._score(a, wid, b, &m)
+            total += lp
+            if full:
+                out.append((lp, m, wid == self.unk))
+            t = a
+            a = b
+            b = t
+        if eos:
+            lp = self._score(a, eos_id, b, &m)
+            total += lp
+            if full:
+                out.append((lp, m, False))
+        return out if full else total
+
     def score_ids(self, State in_state, int64_t wid, State out_state):
         cdef int m
         cdef double lp = self._score(in_state, wid, out_state, &m)

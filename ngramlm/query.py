@@ -216,6 +216,11 @@ class Model:
     # ------------------------------------------------------------------ sentences
     def full_scores(self, sentence: str, bos: bool = True, eos: bool = True) -> Iterator[tuple]:
         """``(log10 p, n-gram length, oov)`` for every word of ``sentence`` (and ``</s>`` with ``eos``)."""
+        if self._fast is not None:
+            return iter(self._fast.sentence(sentence.split(), bos, eos, BOS_ID, EOS_ID, True))
+        return self._full_scores(sentence, bos, eos)
+
+    def _full_scores(self, sentence: str, bos: bool, eos: bool) -> Iterator[tuple]:
         s, t = State(), State()
         (self.BeginSentenceWrite if bos else self.NullContextWrite)(s)
         get = self._stoi.get
@@ -229,7 +234,9 @@ class Model:
 
     def score(self, sentence: str, bos: bool = True, eos: bool = True) -> float:
         """Total log10 probability of ``sentence``."""
-        return float(sum(lp for lp, _, _ in self.full_scores(sentence, bos=bos, eos=eos)))
+        if self._fast is not None:
+            return self._fast.sentence(sentence.split(), bos, eos, BOS_ID, EOS_ID, False)
+        return float(sum(lp for lp, _, _ in self._full_scores(sentence, bos, eos)))
 
     def perplexity(self, sentence: str) -> float:
         """10 ** (-score / (words + 1)): the sentence end counts, as in kenlm."""

@@ -170,6 +170,10 @@ def test_compiled_state_api_equals_the_python_one(toy, name):
             assert (r1.log_prob, r1.ngram_length, r1.oov) == (r2.log_prob, r2.ngram_length, r2.oov)
             assert b.rows == d.rows and b.hist == d.hist
             a, b, c, d = b, a, d, c
+        for bos in (True, False):
+            for eos in (True, False):
+                assert list(fast.full_scores(line, bos=bos, eos=eos)) == list(slow.full_scores(line, bos=bos, eos=eos))
+                assert fast.score(line, bos=bos, eos=eos) == slow.score(line, bos=bos, eos=eos)
 
 
 @needs_ext
