@@ -504,7 +504,6 @@ def _read_arpa_fast(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: st
     if "<pad>" in uni_words:
         return None
     vocab = _vocab(uni_words, unk_token, bos_token, eos_token)
-    _apply_meta(head, len(head), vocab, path)
     stoi = vocab.stoi_
     V = len(vocab.itos_)
     uni_ids = np.fromiter((stoi[w] for w in uni_words), dtype=np.int64, count=len(uni_words))
@@ -535,4 +534,5 @@ def _read_arpa_fast(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: st
         del perm, probs, bos
         if index is not None and k < order:
             index[k - 1] = fast.KeyIndex(keys)
+    _apply_meta(head, len(head), vocab, path)  # last, as in the careful parser: errors come in its order
     return _tables(vocab, keys_l, lp_l, bo_l, declared, path)

@@ -578,3 +578,34 @@ def test_loaders_raise_input_error_only():
     # InputError is the toolkit's error for bad input (and a ValueError, for callers
     # that catch that); the properties above accept nothing else.
     assert issubclass(InputError, ToolkitError) and issubclass(InputError, ValueError)
+
+
+def _tables_or_error(fn, raw: bytes):
+    try:
+        return fn(raw, "m.arpa")
+    except InputError as exc:
+        return ("error", str(exc))
+
+
+@FAST
+@given(data=st.data(), lines=st.booleans())
+def test_compiled_and_careful_arpa_readers_agree_on_corrupted_files(data, lines):
+    """Differential: whatever the compiled reader accepts, the careful one reads to the same tables."""
+    from ngramlm import accel
+    from ngramlm.arpa import _read_arpa_careful, _read_arpa_fast
+
+    if accel.fast is None:
+        pytest.skip(f"compiled extension: {accel.describe()}")
+    raw = mutate_lines(data, ARPA_BYTES) if lines else mutate_bytes(data, ARPA_BYTES)
+    fast = _tables_or_error(_read_arpa_fast, raw)  # None: handed over to the careful reader
+    if fast is None:
+        return
+    careful = _tables_or_error(_read_arpa_careful, raw)
+    if isinstance(fast, tuple):  # an error found on the way (the metadata line): the careful one's
+        assert fast == careful, (fast, careful)
+        return
+    assert not isinstance(careful, tuple), careful  # the compiled path accepted what the careful one refuses
+    assert fast.vocab.itos_ == careful.vocab.itos_ and fast.n_ngrams == careful.n_ngrams
+    for x, y in zip(fast.keys + fast.log10_prob + fast.log10_backoff,
+                    careful.keys + careful.log10_prob + careful.log10_backoff):
+        assert np.array_equal(x, y)
