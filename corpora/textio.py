@@ -291,3 +291,92 @@ def atomic_write_bytes(path: os.PathLike | str, data: bytes) -> None:
 
 def atomic_write_text(path: os.PathLike | str, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _open_stream(path: os.PathLike | str):
+    """A binary stream of the file's bytes, gunzipped on the fly (by magic, not by name)."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError("is a directory, not a text file", path=p, fix="pass a text file")
+    try:
+        fh = open(p, "rb")
+    except FileNotFoundError:
+        raise InputError("no such file", path=p, fix="check the path") from None
+    except PermissionError:
+        raise InputError("permission denied", path=p, fix="make the file readable") from None
+    if fh.read(2) == GZIP_MAGIC:
+        fh.seek(0)
+        return gzip.GzipFile(fileobj=fh, mode="rb")
+    fh.seek(0)
+    return fh
+
+
+def iter_line_blocks(source, *, block_bytes: int = 16 << 20, start: int = 0, end: Optional[int] = None,
+                     first_line: int = 1, name: Optional[str] = None, tee=None) -> Iterator[tuple[int, list]]:
+    """Stream a text as ``(number of the block's first line, [lines])``, never holding it whole.
+
+    ``source`` is a path (plain or gzip) or a binary file object (stdin's buffer).  The same
+    rules as :func:`decode_text` -- UTF-8, a leading BOM dropped, CRLF and CR as LF, NUL bytes
+    and invalid UTF-8 refused with the line number -- applied block by block.  ``start``/``end``
+    read a byte range of a plain file (a shard that begins at a line start; the line at ``end``
+    belongs to the next shard); ``tee`` receives every raw byte read (to spool stdin for a second
+    pass).  An empty text yields nothing; the caller decides whether that is an error.
+    """
+    label = name or (str(source) if isinstance(source, (str, os.PathLike)) else "<stdin>")
+    own = isinstance(source, (str, os.PathLike))
+    fh = _open_stream(source) if own else source
+    try:
+        if start:
+            fh.seek(start)
+        remaining = None if end is None else end - start
+        carry = b""
+        line_no = first_line
+        first = start == 0
+        while True:
+            want = block_bytes if remaining is None else min(block_bytes, remaining)
+            chunk = fh.read(want) if want > 0 else b""
+            if tee is not None and chunk:
+                tee.write(chunk)
+            if remaining is not None:
+                remaining -= len(chunk)
+            if not chunk:
+                data, carry = carry, b""
+                if not data:
+                    return
+            else:
+                data = carry + chunk
+                cut = data.rfind(b"\n")
+                if cut < 0:
+                    carry = data
+                    continue
+                data, carry = data[:cut + 1], data[cut + 1:]
+            if first:
+                if data.startswith(UTF8_BOM):
+                    data = data[len(UTF8_BOM):]
+                first = False
+            nul = data.find(b"\x00")
+            if nul >= 0:
+                raise InputError("binary data: a NUL byte", path=label, line=line_no + data.count(b"\n", 0, nul), fix="pass a UTF-8 text file")
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"not valid UTF-8 (bytes {data[exc.start:exc.start + 4].hex(' ')})", path=label,
+                                 line=line_no + data.count(b"\n", 0, exc.start),
+                                 fix="convert the file to UTF-8, e.g. `iconv -f latin1 -t utf-8`") from None
+            if "\r" in text:
+                text = text.replace("\r\n", "\n").replace("\r", "\n")
+            lines = text.split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()
+            yield line_no, lines
+            line_no += data.count(b"\n")
+            if not chunk:
+                return
+    except (OSError, EOFError, zlib.error) as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f"cannot read the text ({exc})", path=label,
+                         fix="check the file (a truncated .gz?) and that it is readable") from None
+    finally:
+        if own:
+            fh.close()

@@ -73,7 +73,7 @@ def _is_neural(path: str) -> bool:
 
 # ----------------------------------------------------------------------------- train
 @click.command("train")
-@click.argument("text", required=False)
+@click.argument("texts", nargs=-1, metavar="[TEXT]...")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False, allow_dash=True), required=True,
               help="Model file to write: native format, or ARPA when the name ends in .arpa; '-' writes ARPA "
                    "to stdout.")
@@ -100,18 +100,29 @@ def _is_neural(path: str) -> bool:
 @click.option("--vocab", "vocab_path", type=click.Path(dir_okay=False), default=None,
               help="Use this vocabulary file instead of fitting one on the training text.")
 @click.option("--split", default="train", show_default=True, help="Split of a named corpus to train on.")
+@click.option("--memory", "-S", "memory", default=None, metavar="SIZE",
+              help="Memory budget for counting (lmplz's -S): 1G, 500M, 30%.  The text is streamed and counted in "
+                   "blocks that fit, spilled to --temp-dir as sorted runs and merged; the model is the same.")
+@click.option("--temp-dir", "-T", "temp_dir", type=click.Path(file_okay=False), default=None,
+              help="Folder for the sorted runs of --memory/--dask builds (lmplz's -T) [default: the system's].")
+@click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
+              help="Count on a Dask cluster: tcp://SCHEDULER:8786, or local:N for N local worker processes.")
 @data_dir_option
 @json_option
 @click.option("--model", "model_type", default="ngram", show_default=True,
               type=click.Choice(["ngram", "lstm", "gru", "rnn_tanh", "rnn_relu", "transformer"]),
               help="ngram here; neural models train with `ngramlm neural train --model ...`.")
 @_tokenizer_options
-def train_cmd(text, output, order, order_n, smoothing, add_k, discount, discount_fallback, alpha, lambdas, tune_on,
-              prune_spec, prune_entropy, min_count, max_size, vocab_path, split, data_dir, as_json, model_type, tokenizer,
-              lower, normalize):
+def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discount_fallback, alpha, lambdas, tune_on,
+              prune_spec, prune_entropy, min_count, max_size, vocab_path, split, memory, temp_dir, dask_address,
+              data_dir, as_json, model_type, tokenizer, lower, normalize):
     """Train an n-gram model on TEXT: a file, '-' for stdin, or a corpus name (toy, ptb, ...).
 
-    Without TEXT, text piped on stdin is read (as lmplz does); with nothing piped it is an error."""
+    Without TEXT, text piped on stdin is read (as lmplz does); with nothing piped it is an error.
+    Several files (plain or .gz) are one training text; they, --memory and --dask take the streaming
+    build, which never holds the text whole."""
+    text = texts[0] if len(texts) == 1 else None
+    streamed = len(texts) > 1 or memory is not None or temp_dir is not None or dask_address is not None
     if output.isdigit():
         # lmplz habit: `-o 5` is the order there.  Here it would silently name the model "5".
         raise click.UsageError(f"-o/--output is the model file, and '{output}' looks like an n-gram order: "
@@ -121,9 +132,9 @@ def train_cmd(text, output, order, order_n, smoothing, add_k, discount, discount
         raise click.UsageError("--json and -o - would both write to stdout: write the model to a file")
     if order_n is not None:
         raise click.UsageError(f"-n means a count elsewhere in this CLI; give the order as --order {order_n}")
-    if text is None:
+    if not texts:
         if sys.stdin is not None and not sys.stdin.isatty():
-            text = "-"
+            text, texts = "-", ("-",)
         else:
             raise click.UsageError("no training text: give a file, '-' for stdin, or a corpus name "
                                    "(e.g. `ngramlm train toy -o lm.npz`), or pipe text in")
@@ -169,9 +180,101 @@ def train_cmd(text, output, order, order_n, smoothing, add_k, discount, discount
         spec = spec or vocab.tokenizer
     from corpora.registry import REGISTRY
 
-    stage(1, "reading and encoding the training text")
+    given_vocab = vocab if vocab_path else None
+    if streamed:  # never holds the text whole: blocks within --memory, or shards on Dask workers
+        enc = None
+        res, where, used_spec = _streamed_counts(texts, split, data_dir, spec, given_vocab, order, memory,
+                                                 temp_dir, dask_address, min_count, max_size, stage)
+        vocab, counts = res.vocab, res.counts
+        n_sentences, n_words = res.sentences, res.words
+    else:
+        stage(1, "reading and encoding the training text")
+        enc, vocab, used_spec, where = _in_memory_text(text, split, data_dir, spec, given_vocab, min_count, max_size)
+        n_sentences, n_words = enc.n_sentences, enc.n_words
+    click.echo(f"training {order}-gram {smoother.name} on {where}: {n_sentences} sentences, "
+               f"{n_words} words, {vocab.n_types} types", err=True)
+    heldout = None
+    if smoother.name == "jm" and lam is None:
+        h_sents, _, _ = load_sentences(tune_on if text not in REGISTRY or Path(tune_on).exists() else text,
+                                       split=tune_on if text in REGISTRY else "valid", data_dir=data_dir,
+                                       tokenizer_spec=used_spec)
+        heldout = vocab.encode_sentences(h_sents)
+    if not streamed:
+        stage(2, f"counting {order} orders")
+        counts = NgramCounts.from_encoded(enc, order=order, vocab_size=len(vocab))
+    stage(3, f"smoothing ({smoother.name})" + (", pruning" if prune or prune_entropy else ""))
+    lm.fit(enc, vocab=vocab, counts=counts, heldout=heldout)
+    del enc, counts  # the model keeps what it needs; free the counts before writing
+    stage(4, f"writing {output}")
+    save_model(lm, output)
+    seconds = time.perf_counter() - t0
+    click.echo(f"{lm!r} -> {output} ({seconds:.2f} s)", err=True)
+    if lm.info_:
+        click.echo(f"smoothing: {json.dumps(lm.info_)}", err=True)
+    if as_json:
+        click.echo(json.dumps({"model": output, "text": where, "order": lm.order_, "smoothing": lm.smoother_name_,
+                               "sentences": n_sentences, "words": n_words, "n_types": vocab.n_types,
+                               "ngrams": [int(n) for n in lm.n_ngrams_],
+                               "seconds": seconds, "info": lm.info_}, indent=2, default=float))
+
+
+def _streamed_counts(texts, split, data_dir, spec, vocab, order, memory, temp_dir, dask_address, min_count, max_size,
+                     stage):
+    """The streaming build (``--memory``, ``--temp-dir``, ``--dask``, several files): BuildResult, label, spec."""
+    from corpora.registry import REGISTRY
+    from corpora.tokenize import TokenizerSpec
+    from ngramlm.build import BuildInput, build_counts
+
+    line_filter, keep_empty, unk = None, True, None
+    if len(texts) == 1 and texts[0] in REGISTRY:
+        plain = _plain_training_file(texts[0], split, data_dir)
+        if plain is None:
+            raise click.UsageError(f"corpus {texts[0]!r} is not one plain text file per split, which the streaming "
+                                   "build reads; train it without --memory/--dask")
+        path, spec0, line_filter = plain
+        sources, keep_empty, unk = [path], False, REGISTRY[texts[0]].unk_token
+        spec = spec or spec0
+        where = f"{texts[0]}:{split}"
+    else:
+        for t in texts:
+            if t != "-" and not Path(t).is_file():
+                raise InputError("no such file" if not Path(t).exists() else "not a file", path=t,
+                                 fix="give text files (plain or .gz) or '-' for stdin; a named corpus alone")
+        sources, where = list(texts), ", ".join(texts)
+    spec = spec or TokenizerSpec()
+    client = None
+    if dask_address:
+        from ngramlm.distributed import connect
+
+        stage(1, f"connecting to the Dask scheduler {dask_address}")
+        client = connect(dask_address)
+    inp = BuildInput(sources, tokenizer=spec, keep_empty=keep_empty, line_filter=line_filter,
+                     vocab_params={"min_count": min_count, "max_size": max_size, "unk_token": unk or "<unk>"})
+
+    def progress(msg: str) -> None:
+        click.echo(f"    {msg}", err=True)
+
+    stage(1, "streaming build: vocabulary and counts")
+    try:
+        res = build_counts(inp, order=order, vocab=vocab or None, memory=memory, temp_dir=temp_dir, client=client,
+                           progress=progress)
+    finally:
+        if client is not None:
+            cluster = getattr(client, "cluster", None)
+            client.close()
+            if cluster is not None:
+                cluster.close()
+    stage(2, "counted and merged")
+    return res, where, spec
+
+
+def _in_memory_text(text, split, data_dir, spec, vocab, min_count, max_size):
+    """Today's path: the whole training text encoded in memory -> (encoded, vocab, spec, label)."""
+    from corpora.registry import REGISTRY
+    from corpora.vocab import Vocab
+
     unk = REGISTRY[text].unk_token if text in REGISTRY else None
-    fast = _plain_training_file(text, split, data_dir) if not vocab_path else None
+    fast = _plain_training_file(text, split, data_dir) if not vocab else None
     if fast is not None:
         # Fast path: count and encode straight from the lines (no list of sentences).
         from corpora.textio import iter_lines
@@ -191,37 +294,13 @@ def train_cmd(text, output, order, order_n, smoothing, add_k, discount, discount
         where = f"{text}:{split}" if text in REGISTRY else str(path)
     else:
         sents, used_spec, where = load_sentences(text, split=split, data_dir=data_dir, tokenizer_spec=spec)
-        if not vocab_path:
+        if not vocab:
             vocab = Vocab(min_count=min_count, max_size=max_size, unk_token=unk or "<unk>", tokenizer=used_spec).fit(sents)
         enc = vocab.encode_sentences(sents)
         del sents
     if enc.n_sentences == 0 or enc.n_words == 0:
         raise InputError("the training text has no tokens", path=where, fix="pass a non-empty text")
-    n_sentences, n_words = enc.n_sentences, enc.n_words
-    click.echo(f"training {order}-gram {smoother.name} on {where}: {enc.n_sentences} sentences, "
-               f"{enc.n_words} words, {vocab.n_types} types", err=True)
-    heldout = None
-    if smoother.name == "jm" and lam is None:
-        h_sents, _, _ = load_sentences(tune_on if text not in REGISTRY or Path(tune_on).exists() else text,
-                                       split=tune_on if text in REGISTRY else "valid", data_dir=data_dir,
-                                       tokenizer_spec=used_spec)
-        heldout = vocab.encode_sentences(h_sents)
-    stage(2, f"counting {order} orders")
-    counts = NgramCounts.from_encoded(enc, order=order, vocab_size=len(vocab))
-    stage(3, f"smoothing ({smoother.name})" + (", pruning" if prune or prune_entropy else ""))
-    lm.fit(enc, vocab=vocab, counts=counts, heldout=heldout)
-    del enc, counts  # the model keeps what it needs; free the counts before writing
-    stage(4, f"writing {output}")
-    save_model(lm, output)
-    seconds = time.perf_counter() - t0
-    click.echo(f"{lm!r} -> {output} ({seconds:.2f} s)", err=True)
-    if lm.info_:
-        click.echo(f"smoothing: {json.dumps(lm.info_)}", err=True)
-    if as_json:
-        click.echo(json.dumps({"model": output, "text": where, "order": lm.order_, "smoothing": lm.smoother_name_,
-                               "sentences": n_sentences, "words": n_words, "n_types": vocab.n_types,
-                               "ngrams": [int(n) for n in lm.n_ngrams_],
-                               "seconds": seconds, "info": lm.info_}, indent=2, default=float))
+    return enc, vocab, used_spec, where
 
 
 def _plain_training_file(text: str, split: str, data_dir):

@@ -209,6 +209,41 @@ class NgramLM:
             self._prune(counts)
         return self
 
+    def fit_files(self, paths: Sequence, *, vocab: Optional[Vocab] = None, tokenizer=None, memory=None,
+                  temp_dir: Optional[os.PathLike | str] = None, client=None, keep_empty: bool = True,
+                  min_count: int = 1, max_size: Optional[int] = None, unk_token: str = "<unk>",
+                  heldout: Optional[EncodedText] = None, progress=None) -> "NgramLM":
+        """Train on text files (plain or gzip; ``"-"`` is standard input) without holding them whole.
+
+        The text is streamed twice (vocabulary, then counts); counts are made in blocks that fit
+        ``memory`` (``"1G"``, ``"30%"`` or bytes; default half of RAM), spilled to ``temp_dir`` as
+        sorted runs and merged.  ``client`` -- a ``distributed.Client`` or an address such as
+        ``"tcp://host:8786"`` or ``"local:2"`` -- counts on Dask workers instead.  The model equals
+        ``fit`` on the same text.  Returns ``self``; ``build_stats_`` has the sentence and word counts.
+        """
+        from .build import BuildInput, build_counts
+
+        own_client = isinstance(client, str)
+        if own_client:
+            from .distributed import connect
+
+            client = connect(client)
+        try:
+            res = build_counts(BuildInput(list(paths), tokenizer=tokenizer, keep_empty=keep_empty,
+                                          vocab_params={"min_count": min_count, "max_size": max_size,
+                                                        "unk_token": unk_token}),
+                               order=check_order(self.order), vocab=vocab, memory=memory, temp_dir=temp_dir,
+                               client=client, progress=progress)
+        finally:
+            if own_client:
+                cluster = getattr(client, "cluster", None)
+                client.close()
+                if cluster is not None:
+                    cluster.close()
+        self.fit(None, vocab=res.vocab, counts=res.counts, heldout=heldout)
+        self.build_stats_ = {"sentences": res.sentences, "words": res.words}
+        return self
+
     # ------------------------------------------------------------------ tables
     @classmethod
     def from_tables(cls, tables: NgramTables, **init_params) -> "NgramLM":

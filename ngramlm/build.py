@@ -1,0 +1,89 @@
+"""Counting text files into :class:`NgramCounts` within a memory budget, locally or on a Dask cluster.
+
+This is what ``ngramlm train --memory/--temp-dir/--dask`` and :meth:`NgramLM.fit_files` run: the
+vocabulary pass, then the counting pass in blocks (``ngramlm.streaming``) or in shards on Dask
+workers (``ngramlm.distributed``), then the merge.  Estimation follows in memory on the merged
+counts.  Either way the counts -- and so the model -- equal those of counting the text at once.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+from corpora.errors import InputError
+from corpora.vocab import Vocab
+
+from .counts import NgramCounts, check_order
+from .streaming import (TempFolder, block_tokens_for, count_blocks, encoded_blocks, parse_memory, spool_stdin,
+                        word_counts)
+
+DEFAULT_MEMORY = "50%"
+
+
+@dataclass
+class BuildInput:
+    """Text files (``-`` = standard input) and how to read them into sentences."""
+
+    sources: Sequence
+    tokenizer: Optional[object] = None  # corpora.tokenize.TokenizerSpec; None = whitespace
+    keep_empty: bool = True  # a blank line is a sentence of just </s> (KenLM's count)
+    line_filter: Optional[str] = None  # a name in corpora.corpus.LINE_FILTERS (named corpora)
+    vocab_params: dict = field(default_factory=dict)  # min_count, max_size, unk_token
+
+
+@dataclass
+class BuildResult:
+    counts: NgramCounts
+    vocab: Vocab
+    sentences: int
+    words: int
+
+
+def build_counts(inp: BuildInput, *, order: int, vocab: Optional[Vocab] = None, memory=None,
+                 temp_dir: Optional[os.PathLike | str] = None, client=None,
+                 progress: Optional[Callable[[str], None]] = None) -> BuildResult:
+    """Stream ``inp`` into counts of orders 1..``order`` using at most about ``memory`` (``1G``, ``30%``,
+    bytes) for counting, spilling sorted runs to ``temp_dir``; with ``client`` (a
+    ``distributed.Client``) the counting runs on its workers."""
+    from corpora.tokenize import TokenizerSpec, make_tokenizer
+
+    check_order(order)
+    mem = parse_memory(memory if memory is not None else DEFAULT_MEMORY) if not isinstance(memory, int) else memory
+    block = block_tokens_for(mem, order)  # a budget too small for one block fails here, before any work
+    spec = inp.tokenizer or TokenizerSpec()
+    tokenize = make_tokenizer(spec)
+    filt = None
+    if inp.line_filter:
+        from corpora.corpus import LINE_FILTERS
+
+        filt = LINE_FILTERS[inp.line_filter]
+    say = progress or (lambda msg: None)
+    with TempFolder(temp_dir) as folder:
+        sources = []
+        for s in inp.sources:
+            if str(s) == "-":
+                say("reading standard input into the temp folder (it is read twice)")
+                sources.append(spool_stdin(folder))
+            else:
+                sources.append(os.fspath(s))
+        if client is not None:
+            from .distributed import count_on_cluster
+
+            return count_on_cluster(client, sources, order=order, vocab=vocab, inp=inp, spec=spec,
+                                    block_tokens=block, memory=mem, folder=folder, progress=say)
+        stats: dict = {}
+        if vocab is None:
+            say("vocabulary pass")
+            wc, n_sent, n_words = word_counts(sources, tokenize, keep_empty=inp.keep_empty, line_filter=filt)
+            if n_words == 0:
+                raise InputError("the training text has no tokens", path=", ".join(map(str, sources)),
+                                 fix="pass a non-empty text")
+            vocab = Vocab(tokenizer=spec, **inp.vocab_params).fit_counts(wc)
+            del wc
+        say(f"counting in blocks of {block:,} tokens (memory budget {mem >> 20} MB, temp folder {folder.path})")
+        blocks = encoded_blocks(sources, vocab, tokenize, block_tokens=block, keep_empty=inp.keep_empty,
+                                line_filter=filt)
+        counts = count_blocks(blocks, order=order, vocab_size=len(vocab), memory=mem, folder=folder,
+                              progress=say, stats=stats)
+        return BuildResult(counts, vocab, stats["sentences"], stats["words"])

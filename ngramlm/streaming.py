@@ -1,0 +1,344 @@
+"""Counting text bigger than memory: blocks counted in RAM, spilled as sorted runs, merged order by order.
+
+The plan is lmplz's, with this toolkit's trie layout:
+
+1. **Vocabulary pass.**  The text is streamed once for its word counts (skipped with a given
+   vocabulary).  Standard input is spooled to the temp folder on the way, for the second pass.
+2. **Counting pass.**  The text is streamed again in blocks sized from the memory budget; each
+   block is counted in memory by :meth:`NgramCounts.from_encoded` and its tables are written to
+   the temp folder as *runs*: per order, the block's distinct n-grams sorted (a row is
+   ``(context row in the block's order k-1, word, count)``).  Unigram counts are summed in place.
+3. **Merge, order by order.**  A run's rows are turned into global keys ``(global context row) * V +
+   word`` through the map from the block's order k-1 rows to the global ones (built by the merge
+   of order k-1; the block's rows are in the same lexicographic order as the global ones, so the
+   keys stay sorted).  A k-way merge in chunks that fit the budget sums the counts of equal keys,
+   emits the global table of order k and, for each block, the map of its order-k rows.
+
+The merged tables are exactly the tables that counting the whole text at once gives (tested), so
+the model is the same either way; only where the memory goes differs.  Temp files live in one
+folder ``ngramlm-build-PID-*`` under ``--temp-dir`` and are removed on success, failure and Ctrl-C
+(a folder left by ``kill -9`` is removed by the next build, as its writer's pid is gone).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+import numpy as np
+
+from corpora.errors import InputError
+from corpora.textio import OutputError, _pid_alive
+from corpora.vocab import EncodedText
+
+from .counts import NgramCounts, OrderTable, _unique_inverse
+
+TEMP_PREFIX = "ngramlm-build-"
+# Peak bytes of NgramCounts.from_encoded per token of a block, by order (measured with
+# tracemalloc on the toy corpus: about 60 + 30 * order; the tables themselves are in it).
+BYTES_PER_TOKEN_BASE = 60
+BYTES_PER_TOKEN_PER_ORDER = 30
+MIN_BLOCK_TOKENS = 10_000
+FIXED_OVERHEAD = 64 << 20  # interpreter, numpy, vocabulary, buffers
+
+
+def parse_memory(spec: str, *, total: Optional[int] = None) -> int:
+    """``1G``, ``500M``, ``64K``, ``1000000b`` or ``30%`` (of physical memory) -> bytes, like lmplz's -S."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([bBkKmMgGtT%])\s*", str(spec))
+    if not m:
+        raise InputError(f"cannot read the memory size {spec!r}",
+                         fix="give a number with a unit: 1G, 500M, 64K, 1000000b, or a share like 30%")
+    value, unit = float(m.group(1)), m.group(2).upper()
+    if unit == "%":
+        if total is None:
+            total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        return int(total * value / 100)
+    return int(value * {"B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[unit])
+
+
+def block_tokens_for(memory: int, order: int) -> int:
+    """Tokens per counting block that fit ``memory`` (the merge gets the same budget afterwards)."""
+    per_token = BYTES_PER_TOKEN_BASE + BYTES_PER_TOKEN_PER_ORDER * order
+    n = (memory - FIXED_OVERHEAD) // per_token
+    if n < MIN_BLOCK_TOKENS:
+        need = (FIXED_OVERHEAD + MIN_BLOCK_TOKENS * per_token) >> 20
+        raise InputError(f"a memory budget of {memory >> 20} MB cannot hold one counting block of an order-{order} "
+                         f"model (at least {need + 1} MB)", fix=f"use --memory {need + 1}M or more")
+    return int(n)
+
+
+class TempFolder:
+    """The build's temp folder: created under ``parent``, removed however the build ends."""
+
+    def __init__(self, parent: Optional[os.PathLike | str] = None) -> None:
+        self.parent = Path(parent) if parent is not None else Path(tempfile.gettempdir())
+        self.path: Optional[Path] = None
+
+    def __enter__(self) -> "TempFolder":
+        sweep_stale_builds(self.parent)
+        try:
+            self.parent.mkdir(parents=True, exist_ok=True)
+            self.path = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=self.parent))
+        except OSError as exc:
+            raise self.error(exc) from None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.path is not None:
+            shutil.rmtree(self.path, ignore_errors=True)
+            self.path = None
+
+    def error(self, exc: OSError) -> OutputError:
+        return OutputError(f"cannot write the build's temporary files ({exc.strerror or exc})", path=self.parent,
+                           fix="choose a writable folder with free space with --temp-dir")
+
+    def save(self, name: str, array: np.ndarray) -> Path:
+        p = self.path / f"{name}.npy"
+        try:
+            np.save(p, array)
+        except OSError as exc:
+            raise self.error(exc) from None
+        return p
+
+    def open_memmap(self, name: str, shape: tuple, dtype) -> np.ndarray:
+        try:
+            return np.lib.format.open_memmap(self.path / f"{name}.npy", mode="w+", dtype=dtype, shape=shape)
+        except OSError as exc:
+            raise self.error(exc) from None
+
+
+def sweep_stale_builds(parent: Path) -> int:
+    """Remove ``ngramlm-build-PID-*`` folders whose builder is gone (killed with -9)."""
+    n = 0
+    if not parent.is_dir():
+        return 0
+    for q in parent.glob(f"{TEMP_PREFIX}*"):
+        pid = q.name[len(TEMP_PREFIX):].split("-", 1)[0]
+        if q.is_dir() and pid.isdigit() and not _pid_alive(int(pid)):
+            shutil.rmtree(q, ignore_errors=True)
+            n += 1
+    return n
+
+
+class RunMerger:
+    """Collects the count tables of blocks as runs and merges them into one :class:`NgramCounts`."""
+
+    def __init__(self, *, order: int, vocab_size: int, folder: Optional[TempFolder], memory: int) -> None:
+        self.order = order
+        self.V = int(vocab_size)
+        self.folder = folder  # None: runs stay in memory (small inputs, the Dask driver's small shards)
+        self.memory = memory
+        self.unigrams = np.zeros(self.V, dtype=np.int64)
+        self.runs: list = []  # per block: [None, (parent, word, count) of order 2, ..., order n]
+
+    def add(self, counts: NgramCounts) -> None:
+        """Add one block's counts (a block's tables are sorted by key, as from_encoded builds them)."""
+        self.unigrams += counts.tables[0].count
+        b = len(self.runs)
+        run = [None]
+        for k in range(2, self.order + 1):
+            t = counts.tables[k - 1]
+            arrays = (np.asarray(t.parent, dtype=np.int32), np.asarray(t.word, dtype=np.int32),
+                      np.asarray(t.count, dtype=np.int64))
+            if self.folder is not None:
+                arrays = tuple(self.folder.save(f"run{b}-{k}-{name}", a) for name, a in zip("pwc", arrays))
+            run.append(arrays)
+        self.runs.append(run)
+
+    def _load(self, x):
+        return np.load(x, mmap_mode="r") if isinstance(x, Path) else x
+
+    def merge(self, progress: Optional[Callable[[str], None]] = None) -> NgramCounts:
+        V, n = self.V, self.order
+        i32 = np.int32
+        tables = [OrderTable(parent=np.zeros(V, dtype=i32), word=np.arange(V, dtype=i32),
+                             count=_narrow(self.unigrams))]
+        # gmap[b]: global row of each of block b's rows in the previous order (unigrams: the id).
+        gmaps = [None] * len(self.runs)
+        for k in range(2, n + 1):
+            if progress:
+                progress(f"merging {len(self.runs)} run(s) of order {k}")
+            keys, cnt, new_maps = self._merge_order(k, gmaps)
+            tables.append(OrderTable(parent=(keys // V).astype(i32), word=(keys % V).astype(i32), count=_narrow(cnt)))
+            gmaps = new_maps
+        return NgramCounts(n, V, tables)
+
+    def _merge_order(self, k: int, gmaps: list):
+        V = self.V
+        R = len(self.runs)
+        runs = [[self._load(x) for x in self.runs[b][k - 1]] for b in range(R)]
+        sizes = [len(r[0]) for r in runs]
+        # Per round, at most `chunk` rows of each run: keys, counts, sorting and the map writes
+        # cost about 64 bytes a row.
+        chunk = max(4096, int((self.memory - FIXED_OVERHEAD) // (64 * max(R, 1))))
+
+        def gkeys(b: int, a: int, e: int) -> np.ndarray:
+            p = np.asarray(runs[b][0][a:e], dtype=np.int64)
+            ctx = p if gmaps[b] is None else np.asarray(gmaps[b][p], dtype=np.int64)
+            return ctx * V + runs[b][1][a:e]
+
+        out_keys, out_cnt = [], []
+        new_maps = []
+        for b in range(R):
+            if self.folder is not None:
+                new_maps.append(self.folder.open_memmap(f"map{b}-{k}", (sizes[b],), np.int64))
+            else:
+                new_maps.append(np.empty(sizes[b], dtype=np.int64))
+        pos = [0] * R
+        emitted = 0
+        while True:
+            live = [b for b in range(R) if pos[b] < sizes[b]]
+            if not live:
+                break
+            segs = {b: gkeys(b, pos[b], min(pos[b] + chunk, sizes[b])) for b in live}
+            # Everything up to the smallest last key of a run that goes on past its chunk is
+            # complete in this round: no run can still hold a key below it.
+            full = [segs[b][-1] for b in live if pos[b] + chunk < sizes[b]]
+            bound = min(full) if full else None
+            take = {b: (len(s) if bound is None else int(np.searchsorted(s, bound, side="right")))
+                    for b, s in segs.items()}
+            allk = np.concatenate([segs[b][:take[b]] for b in live])
+            allc = np.concatenate([np.asarray(runs[b][2][pos[b]:pos[b] + take[b]]) for b in live])
+            uniq, inv, _ = _unique_inverse(allk)
+            # Summed in float64, exact for counts below 2**53.
+            summed = np.bincount(inv, weights=allc, minlength=len(uniq)).astype(np.int64)
+            out_keys.append(uniq)
+            out_cnt.append(summed)
+            o = 0
+            for b in live:
+                t = take[b]
+                new_maps[b][pos[b]:pos[b] + t] = emitted + inv[o:o + t]
+                o += t
+                pos[b] += t
+            emitted += len(uniq)
+        for m in new_maps:
+            if isinstance(m, np.memmap):
+                m.flush()
+        keys = np.concatenate(out_keys) if out_keys else np.zeros(0, dtype=np.int64)
+        cnt = np.concatenate(out_cnt) if out_cnt else np.zeros(0, dtype=np.int64)
+        return keys, cnt, new_maps
+
+
+def _narrow(count: np.ndarray) -> np.ndarray:
+    """int32 counts where they fit (as in-memory counting stores them), int64 otherwise."""
+    return count.astype(np.int32) if len(count) == 0 or count.max() < 2**31 else count.astype(np.int64)
+
+
+def count_blocks(blocks: Iterable[EncodedText], *, order: int, vocab_size: int, memory: int, folder: TempFolder,
+                 progress: Optional[Callable[[str], None]] = None, stats: Optional[dict] = None) -> NgramCounts:
+    """Count encoded blocks with their runs spilled to ``folder`` and merged (the memory-bounded path).
+
+    A text that fits one block is counted directly, exactly as the in-memory path counts it."""
+    it = iter(blocks)
+    t0 = time.perf_counter()
+    stats = stats if stats is not None else {}
+    stats.setdefault("sentences", 0)
+    stats.setdefault("words", 0)
+    merger = None
+    first = None
+    i = 0
+    for enc in it:
+        stats["sentences"] += enc.n_sentences
+        stats["words"] += enc.n_words
+        if enc.n_sentences == 0:
+            continue
+        i += 1
+        if first is None and merger is None:  # held back: a text of one block needs no runs
+            first = enc
+            continue
+        if merger is None:
+            merger = RunMerger(order=order, vocab_size=vocab_size, folder=folder, memory=memory)
+            merger.add(NgramCounts.from_encoded(first, order=order, vocab_size=vocab_size))
+            first = None
+        merger.add(NgramCounts.from_encoded(enc, order=order, vocab_size=vocab_size))
+        if progress:
+            progress(f"counted block {i} ({stats['words']:,} words, {time.perf_counter() - t0:.1f} s)")
+    if merger is None:
+        if first is None:
+            raise InputError("the training text has no tokens", fix="pass a non-empty text")
+        return NgramCounts.from_encoded(first, order=order, vocab_size=vocab_size)
+    return merger.merge(progress)
+
+
+def encoded_blocks(sources: list, vocab, tokenize, *, block_tokens: int, keep_empty: bool = True,
+                   line_filter: Optional[Callable[[str], str]] = None) -> Iterable[EncodedText]:
+    """Encoded blocks of about ``block_tokens`` tokens from text sources (paths or shards)."""
+    # Bytes per block: a generous 4 bytes a token keeps one decoded block well inside its share.
+    for src in sources:
+        for _, lines in _line_blocks(src, block_bytes=max(1 << 16, block_tokens * 4)):
+            if line_filter is not None:
+                lines = [line_filter(x) for x in lines]
+            yield _encode(vocab, [tokenize(x) for x in lines], keep_empty)
+
+
+def _encode(vocab, sents: list, keep_empty: bool) -> EncodedText:
+    """What ``vocab.encode_sentences`` gives, with the lookups as one C-level ``map`` per block."""
+    from itertools import repeat
+
+    from corpora.vocab import EOS_ID, ID_DTYPE, UNK_ID
+
+    if not keep_empty:
+        sents = [x for x in sents if x]
+    toks: list = []
+    for x in sents:
+        toks.extend(x)
+    lengths = np.fromiter(map(len, sents), dtype=np.int64, count=len(sents))
+    words = np.fromiter(map(vocab.stoi_.get, toks, repeat(UNK_ID)), dtype=ID_DTYPE, count=len(toks))
+    ends = np.cumsum(lengths + 1)
+    ids = np.empty(len(toks) + len(sents), dtype=ID_DTYPE)
+    is_eos = np.zeros(len(ids), dtype=bool)
+    is_eos[ends - 1] = True
+    ids[is_eos] = EOS_ID
+    ids[~is_eos] = words
+    return EncodedText(ids, np.concatenate([[0], ends]).astype(np.int64))
+
+
+def word_counts(sources: list, tokenize, *, keep_empty: bool = True, line_filter=None) -> tuple:
+    """(Counter of tokens, sentences, words) over text sources, streamed (the vocabulary pass)."""
+    from collections import Counter
+
+    counts: Counter = Counter()
+    n_sent = n_words = 0
+    for src in sources:
+        for _, lines in _line_blocks(src):
+            if line_filter is not None:
+                lines = [line_filter(x) for x in lines]
+            toks: list = []
+            for line in lines:
+                t = tokenize(line)
+                if t or keep_empty:
+                    toks.extend(t)
+                    n_sent += 1
+            n_words += len(toks)
+            counts.update(toks)  # one C-level count per block
+    return counts, n_sent, n_words
+
+
+def _line_blocks(src, block_bytes: int = 16 << 20):
+    """Line blocks of a source: a path, or a shard ``(path, start byte, end byte, first line)``."""
+    from corpora.textio import iter_line_blocks
+
+    if isinstance(src, tuple):
+        path, start, end, first_line = src
+        return iter_line_blocks(path, block_bytes=block_bytes, start=start, end=end, first_line=first_line)
+    return iter_line_blocks(src, block_bytes=block_bytes)
+
+
+def spool_stdin(folder: TempFolder, stream=None) -> Path:
+    """Copy standard input to the temp folder (it is read twice: vocabulary, then counts)."""
+    import sys
+
+    stream = stream if stream is not None else sys.stdin.buffer
+    p = folder.path / "stdin.txt"
+    try:
+        with open(p, "wb") as fh:
+            shutil.copyfileobj(stream, fh, 16 << 20)
+    except OSError as exc:
+        raise folder.error(exc) from None
+    return p
+
+
