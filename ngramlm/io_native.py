@@ -2,6 +2,8 @@
 
 Loading never unpickles (``allow_pickle=False``), checks a format tag and version,
 and validates array shapes, so a foreign or corrupt file gives a clear error.
+Large files are memory-mapped instead of read (see :func:`load_native`), so a model
+bigger than RAM loads in constant time and scoring touches only the pages it needs.
 Saving writes a temporary file and renames it, so an interrupted save leaves the
 previous model intact.
 """
@@ -28,6 +30,13 @@ from .counts import MAX_ORDER
 FORMAT = "ngramlm.ngram"
 FORMAT_VERSION = 1
 ZIP_MAGIC = b"PK\x03\x04"
+# load_native(mmap=None) maps files at least this big and reads smaller ones (which keeps the
+# full content validation for the models most tests and users handle).
+MMAP_THRESHOLD_BYTES = 64 * 1024 * 1024
+# A zip local file header: signature, versions, flags, method, time, date, crc, sizes, then the
+# lengths of the name and extra field that follow it -- which need not match the central
+# directory's (np.savez writes a zip64 extra field only in the local header).
+_LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
 
 
 def save_native(model, path: os.PathLike | str) -> None:
@@ -88,12 +97,30 @@ _READ_ERRORS = (ValueError, KeyError, TypeError, IndexError, OSError, EOFError, 
                 NotImplementedError, struct.error, OverflowError, MemoryError, RuntimeError, UnicodeDecodeError)
 
 
-def load_native(path: os.PathLike | str):
+class _NotMappable(Exception):
+    """A member that np.memmap cannot serve as is (compressed, object or Fortran-ordered data, a
+    dtype other than what save_native writes): an error under mmap=True, a plain read under None."""
+
+
+def load_native(path: os.PathLike | str, *, mmap: Optional[bool] = None):
     """Read a model written by :func:`save_native`; any other file gives an :class:`InputError`.
 
-    Never unpickles (``allow_pickle=False``).  Everything is validated before the
-    model is built -- metadata types, array names, dtypes, shapes, trie keys -- so a
-    model that loads also scores; a corrupt file names itself and what is wrong.
+    Never unpickles (``allow_pickle=False``).  With ``mmap=False`` everything is read
+    and validated before the model is built -- metadata types, array names, dtypes,
+    shapes, every trie key, NaN -- so a model that loads also scores; a corrupt file
+    names itself and what is wrong.
+
+    With ``mmap=True`` each array is a read-only ``np.memmap`` of its bytes inside the
+    (uncompressed) zip, so loading takes constant time and memory whatever the model's
+    size, and scoring pages in only what its binary searches touch.  The metadata,
+    member names, dtypes (exactly int64 / float64, as saved, so nothing is copied),
+    shapes and sizes are checked as above, but array *contents* only at their bounds
+    (first and last key); the rest is trusted, as KenLM trusts its binary format -- use
+    ``mmap=False`` for the full check of a file from elsewhere.  Compressed, object or
+    Fortran-ordered members are refused.  ``mmap=None`` maps files of at least
+    ``MMAP_THRESHOLD_BYTES`` (falling back to a read for a member that cannot be
+    mapped) and reads smaller ones.  Replacing the file with :func:`save_native` (an
+    atomic rename) is safe while it is mapped; truncating it in place is not.
     """
     from .model import NgramLM
 
@@ -117,46 +144,143 @@ def load_native(path: os.PathLike | str):
         hint = "it looks like an ARPA file: use `ngramlm import-arpa` or pass it to `ngramlm ppl` directly" \
             if looks_like_arpa(p) else "pass a model written by `ngramlm train`"
         raise InputError("not an ngramlm model file", path=p, fix=hint)
+    if mmap is None:
+        try:
+            big = p.stat().st_size >= MMAP_THRESHOLD_BYTES
+        except OSError as exc:
+            raise InputError(f"cannot read the model file ({exc.strerror or exc})", path=p,
+                             fix="check the file's permissions") from None
+        if not big:
+            return _load(NgramLM, p, mapped=False)
+        try:
+            return _load(NgramLM, p, mapped=True)
+        except _NotMappable:
+            # Not a corrupt file, just not one that maps (say, re-zipped compressed): read it as before.
+            return _load(NgramLM, p, mapped=False)
     try:
-        with np.load(p, allow_pickle=False) as z:
-            names = set(z.files)
-            if "meta" not in names:
-                raise InputError("not an ngramlm model (no metadata); it may be a neural checkpoint or another "
-                                 "program's file", path=p, fix="pass a model written by `ngramlm train`")
-            raw_meta = _npy(z, "meta")
-            if raw_meta.dtype != np.uint8 or raw_meta.ndim != 1:
-                raise ValueError(f"the metadata is a {raw_meta.dtype} array of shape {raw_meta.shape}, not bytes")
-            meta = json.loads(raw_meta.tobytes().decode("utf-8"))
-            if not isinstance(meta, dict):
-                raise ValueError(f"the metadata is a JSON {type(meta).__name__}, not an object")
-            if meta.get("format") != FORMAT:
-                raise InputError(f"not an ngramlm n-gram model (format {meta.get('format')!r})", path=p,
-                                 fix="pass a model written by `ngramlm train`")
-            if meta.get("version") != FORMAT_VERSION:
-                raise InputError(f"model format version {meta.get('version')!r} is not supported", path=p,
-                                 fix="retrain the model with this version of the toolkit")
-            order = meta.get("order")
-            if not isinstance(order, int) or isinstance(order, bool) or not 1 <= order <= MAX_ORDER:
-                raise ValueError(f"order {order!r} is not an integer from 1 to {MAX_ORDER}")
-            kind = meta.get("kind")
-            if kind not in ("backoff", "additive"):
-                raise ValueError(f"unknown model kind {kind!r}")
-            arrays = {}
-            for name in _array_names(kind, order):
-                if name not in names:
-                    raise ValueError(f"array {name!r} is missing")
-                arrays[name] = _npy(z, name)
-    except InputError:
+        return _load(NgramLM, p, mapped=bool(mmap))
+    except _NotMappable as exc:
+        raise InputError(f"cannot memory-map the model: {exc}", path=p,
+                         fix="load it with mmap=False (reads it into memory), or re-save it with NgramLM.save, "
+                             "which writes uncompressed int64/float64 arrays") from None
+
+
+def _load(NgramLM, p: Path, *, mapped: bool):
+    """The model in ``p``, its arrays read (``mapped=False``) or memory-mapped; _NotMappable escapes."""
+    try:
+        if mapped:
+            # One open file serves the zip directory, the .npy headers and every np.memmap (which
+            # dups the descriptor), so all of them see the same file even if the path is replaced.
+            with open(p, "rb") as fh, zipfile.ZipFile(fh) as zf:
+                infos = {i.filename[:-4]: i for i in zf.infolist() if i.filename.endswith(".npy")}
+                size = os.fstat(fh.fileno()).st_size
+
+                def read(name: str) -> np.ndarray:
+                    return _map_member(fh, infos[name], size)
+
+                meta, order, kind, arrays = _read_members(set(infos), read, p)
+        else:
+            with np.load(p, allow_pickle=False) as z:
+                meta, order, kind, arrays = _read_members(set(z.files), lambda name: _npy(z, name), p)
+    except (InputError, _NotMappable):
         raise
     except (*_READ_ERRORS, json.JSONDecodeError) as exc:
         raise InputError(f"corrupt or truncated model file ({type(exc).__name__}: {exc})", path=p,
                          fix="retrain or re-copy the model") from None
     try:
-        return _build(NgramLM, meta, arrays, order, kind, p)
-    except InputError:
+        return _build(NgramLM, meta, arrays, order, kind, p, mapped=mapped)
+    except (InputError, _NotMappable):
         raise
     except (ValueError, KeyError, TypeError, IndexError, OverflowError) as exc:
         raise InputError(f"corrupt model file ({exc})", path=p, fix="retrain or re-copy the model") from None
+
+
+def _read_members(names: set, read, p: Path) -> tuple:
+    """(meta, order, kind, arrays) from the members ``names`` (without .npy), ``read(name)`` giving each."""
+    if "meta" not in names:
+        raise InputError("not an ngramlm model (no metadata); it may be a neural checkpoint or another "
+                         "program's file", path=p, fix="pass a model written by `ngramlm train`")
+    raw_meta = read("meta")
+    if raw_meta.dtype != np.uint8 or raw_meta.ndim != 1:
+        raise ValueError(f"the metadata is a {raw_meta.dtype} array of shape {raw_meta.shape}, not bytes")
+    meta = json.loads(raw_meta.tobytes().decode("utf-8"))
+    if not isinstance(meta, dict):
+        raise ValueError(f"the metadata is a JSON {type(meta).__name__}, not an object")
+    if meta.get("format") != FORMAT:
+        raise InputError(f"not an ngramlm n-gram model (format {meta.get('format')!r})", path=p,
+                         fix="pass a model written by `ngramlm train`")
+    if meta.get("version") != FORMAT_VERSION:
+        raise InputError(f"model format version {meta.get('version')!r} is not supported", path=p,
+                         fix="retrain the model with this version of the toolkit")
+    order = meta.get("order")
+    if not isinstance(order, int) or isinstance(order, bool) or not 1 <= order <= MAX_ORDER:
+        raise ValueError(f"order {order!r} is not an integer from 1 to {MAX_ORDER}")
+    kind = meta.get("kind")
+    if kind not in ("backoff", "additive"):
+        raise ValueError(f"unknown model kind {kind!r}")
+    arrays = {}
+    for name in _array_names(kind, order):
+        if name not in names:
+            raise ValueError(f"array {name!r} is missing")
+        arrays[name] = read(name)
+    return meta, order, kind, arrays
+
+
+def _map_member(fh, info: zipfile.ZipInfo, file_size: int) -> np.ndarray:
+    """Member ``info`` of the zip open as ``fh``, as a read-only np.memmap of its bytes in the file.
+
+    Reads only the member's local header and .npy header (never the data), so the cost does not
+    grow with the array.  ValueError for a malformed member, _NotMappable for one that would need
+    decompressing, unpickling or reordering.
+    """
+    name = info.filename
+    if info.compress_type != zipfile.ZIP_STORED:
+        raise _NotMappable(f"member {name!r} is compressed (zip method {info.compress_type}); only stored "
+                           "(uncompressed) members can be mapped")
+    if info.flag_bits & 0x1:
+        raise _NotMappable(f"member {name!r} is encrypted")
+    # The central directory's header_offset points at the local header; its name and extra-field
+    # lengths locate the data (the central directory's own extra field can be a different size).
+    fh.seek(info.header_offset)
+    head = fh.read(_LOCAL_HEADER.size)
+    if len(head) != _LOCAL_HEADER.size:
+        raise ValueError(f"member {name!r}: its local header is truncated")
+    fields = _LOCAL_HEADER.unpack(head)
+    if fields[0] != ZIP_MAGIC:
+        raise ValueError(f"member {name!r}: no local header at offset {info.header_offset}")
+    n_name, n_extra = fields[10], fields[11]
+    local_name = fh.read(n_name).decode("utf-8" if info.flag_bits & 0x800 else "cp437")
+    if local_name != info.orig_filename:
+        raise ValueError(f"member {name!r}: its local header names {local_name!r}")
+    data_start = info.header_offset + _LOCAL_HEADER.size + n_name + n_extra
+    fh.seek(data_start)
+    try:
+        version = np.lib.format.read_magic(fh)
+    except ValueError:
+        raise ValueError(f"member {name!r} is not a numpy array (no .npy header)") from None
+    if version == (1, 0):
+        shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(fh)
+    elif version == (2, 0):
+        shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(fh)
+    else:
+        raise ValueError(f"member {name!r}: .npy format version {version} is not supported")
+    header_len = fh.tell() - data_start
+    if dtype.hasobject:
+        # Object arrays are pickles: never loaded, mapped or not.
+        raise _NotMappable(f"member {name!r} holds Python objects ({dtype}), which are never unpickled")
+    if fortran_order and len(shape) > 1:
+        raise _NotMappable(f"member {name!r} is a Fortran-ordered {len(shape)}-d array")
+    n_bytes = dtype.itemsize * math.prod(shape)
+    if header_len + n_bytes != info.file_size:
+        raise ValueError(f"member {name!r} is {info.file_size} bytes but its header describes "
+                         f"{header_len + n_bytes}")
+    if data_start + info.file_size > file_size:
+        raise ValueError(f"member {name!r} ends at byte {data_start + info.file_size}, past the end of the "
+                         f"{file_size}-byte file (truncated)")
+    if n_bytes == 0:
+        # mmap cannot map zero bytes (and there is nothing to map).
+        return np.empty(shape, dtype=dtype)
+    return np.memmap(fh, dtype=dtype, mode="r", offset=data_start + header_len, shape=shape)
 
 
 def _npy(z, name: str) -> np.ndarray:
@@ -174,8 +298,13 @@ def _array_names(kind: str, order: int) -> list:
     return names + [f"count{k}" for k in range(1, order + 1)] + [f"ctx{k}" for k in range(1, order + 1)]
 
 
-def _vector(arrays: dict, name: str, size: Optional[int], *, integer: bool = False) -> np.ndarray:
-    """Array ``name`` as a 1-d int64 / float64 vector of ``size`` entries (None: any), or ValueError."""
+def _vector(arrays: dict, name: str, size: Optional[int], *, integer: bool = False,
+            mapped: bool = False) -> np.ndarray:
+    """Array ``name`` as a 1-d int64 / float64 vector of ``size`` entries (None: any), or ValueError.
+
+    ``mapped``: the array is a memmap, returned as is -- its dtype must already be int64 / float64
+    (a conversion would read and copy it all), and its values are not scanned (trusted).
+    """
     a = arrays[name]
     if a.ndim != 1:
         raise ValueError(f"array {name!r} has shape {a.shape}, expected a vector")
@@ -185,6 +314,12 @@ def _vector(arrays: dict, name: str, size: Optional[int], *, integer: bool = Fal
         raise ValueError(f"array {name!r} holds {a.dtype}, expected numbers")
     if size is not None and len(a) != size:
         raise ValueError(f"array {name!r} has {len(a)} entries, expected {size}")
+    if mapped:
+        want = np.dtype(np.int64 if integer else np.float64)
+        if a.dtype != want:
+            raise _NotMappable(f"array {name!r} holds {a.dtype}, not the {want} that NgramLM.save writes "
+                               "(mapping it would mean converting a copy)")
+        return a
     if integer:
         if a.dtype.kind == "u" and len(a) and a.max() > np.iinfo(np.int64).max:
             raise ValueError(f"array {name!r} holds values beyond int64")
@@ -193,6 +328,11 @@ def _vector(arrays: dict, name: str, size: Optional[int], *, integer: bool = Fal
     if np.isnan(out).any() or np.isposinf(out).any():
         raise ValueError(f"array {name!r} holds NaN or +inf")
     return out
+
+
+def _ids_at_ends(keys1: np.ndarray, V: int) -> bool:
+    """The O(1) stand-in for keys1 == arange(V) (its length V is already checked)."""
+    return V == 0 or (int(keys1[0]) == 0 and int(keys1[-1]) == V - 1)
 
 
 def _get(meta: dict, key: str, types: tuple, what: str, default=...):
@@ -207,7 +347,9 @@ def _get(meta: dict, key: str, types: tuple, what: str, default=...):
     return v
 
 
-def _build(NgramLM, meta: dict, arrays: dict, order: int, kind: str, p: Path):
+def _build(NgramLM, meta: dict, arrays: dict, order: int, kind: str, p: Path, *, mapped: bool = False):
+    """The model from validated metadata and arrays.  ``mapped``: the arrays are memmaps whose
+    contents are trusted, so only O(1) bound checks touch them (see load_native)."""
     from .tables import NgramTables
 
     ip = _get(meta, "init_params", (dict,), "an object", {})
@@ -225,12 +367,14 @@ def _build(NgramLM, meta: dict, arrays: dict, order: int, kind: str, p: Path):
         raise ValueError(f"missing_backoff {mb!r} is not a log10 weight <= 0")
     # The trie: unigram keys are the ids; order k's keys are parent * V + word, sorted,
     # unique, with parent an entry of order k-1 -- what every lookup relies on.
-    keys = [_vector(arrays, "keys1", V, integer=True)]
-    if not np.array_equal(keys[0], np.arange(V)):
+    # Mapped arrays get the same checks at their ends only: a full scan would read the whole file.
+    keys = [_vector(arrays, "keys1", V, integer=True, mapped=mapped)]
+    if not (_ids_at_ends(keys[0], V) if mapped else np.array_equal(keys[0], np.arange(V))):
         raise ValueError("array 'keys1' is not the vocabulary's ids 0..V-1")
     for k in range(2, order + 1):
-        kk = _vector(arrays, f"keys{k}", None, integer=True)
-        if len(kk) and (kk[0] < 0 or kk[-1] >= len(keys[-1]) * V or not np.all(kk[1:] > kk[:-1])):
+        kk = _vector(arrays, f"keys{k}", None, integer=True, mapped=mapped)
+        if len(kk) and (kk[0] < 0 or kk[-1] >= len(keys[-1]) * V or kk[-1] < kk[0]
+                        or (not mapped and not np.all(kk[1:] > kk[:-1]))):
             raise ValueError(f"array 'keys{k}' is not a sorted list of {k}-gram keys of this vocabulary")
         keys.append(kk)
     sizes = [len(x) for x in keys]
@@ -240,17 +384,20 @@ def _build(NgramLM, meta: dict, arrays: dict, order: int, kind: str, p: Path):
                   is_distribution=_get(meta, "is_distribution", (bool,), "true or false"),
                   count_of_counts=_get(meta, "count_of_counts", (list,), "a list", []), missing_backoff=float(mb))
     if kind == "backoff":
-        tables["log10_prob"] = [_vector(arrays, f"logp{k}", sizes[k - 1]) for k in range(1, order + 1)]
-        tables["log10_backoff"] = [_vector(arrays, f"bo{k}", sizes[k - 1]) for k in range(1, order)] + [np.zeros(0)]
+        tables["log10_prob"] = [_vector(arrays, f"logp{k}", sizes[k - 1], mapped=mapped)
+                                for k in range(1, order + 1)]
+        tables["log10_backoff"] = [_vector(arrays, f"bo{k}", sizes[k - 1], mapped=mapped)
+                                   for k in range(1, order)] + [np.zeros(0)]
     else:
         add_k = smoother_params.get("k", 0.0)
         if not isinstance(add_k, (int, float)) or isinstance(add_k, bool) or not (math.isfinite(add_k) and add_k >= 0):
             raise ValueError(f"add-k pseudo-count {add_k!r} is not a number >= 0")
         tables["add_k"] = float(add_k)
-        tables["counts"] = [_vector(arrays, f"count{k}", sizes[k - 1]) for k in range(1, order + 1)]
+        tables["counts"] = [_vector(arrays, f"count{k}", sizes[k - 1], mapped=mapped) for k in range(1, order + 1)]
         # ctx1 is the total count; ctx_k is indexed by the entries of order k-1.
-        tables["ctx_total"] = [_vector(arrays, f"ctx{k}", 1 if k == 1 else sizes[k - 2]) for k in range(1, order + 1)]
-        if any((c < 0).any() for c in tables["counts"] + tables["ctx_total"]):
+        tables["ctx_total"] = [_vector(arrays, f"ctx{k}", 1 if k == 1 else sizes[k - 2], mapped=mapped)
+                               for k in range(1, order + 1)]
+        if not mapped and any((c < 0).any() for c in tables["counts"] + tables["ctx_total"]):
             raise ValueError("negative counts")
     return NgramLM.from_tables(NgramTables(**tables), **{k: ip.get(k) for k in (
         "order", "smoothing", "k", "discount", "discount_fallback", "alpha", "lambdas", "prune", "prune_entropy")})

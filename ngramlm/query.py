@@ -81,8 +81,12 @@ class FullScoreReturn:
         return f"FullScoreReturn(log_prob={self.log_prob}, ngram_length={self.ngram_length}, oov={self.oov})"
 
 
-def load_any(path: os.PathLike | str):
-    """An :class:`~ngramlm.model.NgramLM` from an ARPA file (plain or gzip) or a native file, by content."""
+def load_any(path: os.PathLike | str, *, mmap: Optional[bool] = None):
+    """An :class:`~ngramlm.model.NgramLM` from an ARPA file (plain or gzip) or a native file, by content.
+
+    ``mmap`` applies to native files (see :func:`~ngramlm.io_native.load_native`): None maps
+    large ones, True / False always / never; an ARPA file is always parsed into memory.
+    """
     from .arpa import looks_like_arpa, read_arpa
     from .io_native import load_native
 
@@ -91,7 +95,7 @@ def load_any(path: os.PathLike | str):
         raise InputError("no such model file", path=p, fix="check the path")
     if os.path.isdir(p):
         raise InputError("is a directory, not a model file", path=p, fix="pass the .arpa or .npz file")
-    return read_arpa(p) if looks_like_arpa(p) else load_native(p)
+    return read_arpa(p) if looks_like_arpa(p) else load_native(p, mmap=mmap)
 
 
 class Model:
