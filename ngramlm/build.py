@@ -15,8 +15,12 @@ from corpora.errors import InputError
 from corpora.vocab import Vocab
 
 from .counts import NgramCounts, check_order
-from .streaming import (TempFolder, block_tokens_for, count_blocks, encoded_blocks, parse_memory, spool_stdin,
-                        word_counts)
+import numpy as np
+
+from corpora.vocab import ID_DTYPE, UNK_ID
+
+from .streaming import (TempFolder, block_tokens_for, blocks_from_spool, count_blocks, encoded_blocks, parse_memory,
+                        spool_ids, spool_stdin)
 
 DEFAULT_MEMORY = "50%"
 
@@ -74,16 +78,23 @@ def build_counts(inp: BuildInput, *, order: int, vocab: Optional[Vocab] = None, 
                                     block_tokens=block, memory=mem, folder=folder, progress=say)
         stats: dict = {}
         if vocab is None:
-            say("vocabulary pass")
-            wc, n_sent, n_words = word_counts(sources, tokenize, keep_empty=inp.keep_empty, line_filter=filt)
-            if n_words == 0:
+            # One tokenizing pass: provisional ids spilled, the vocabulary fitted on their counts,
+            # then the spilled ids renumbered block by block (the text is not read again).
+            say("tokenizing pass (ids spilled to the temp folder)")
+            plain = spec == TokenizerSpec()  # whitespace, no case or Unicode changes: one split a block
+            spool, words, freq = spool_ids(sources, tokenize, folder, plain=plain and filt is None,
+                                           keep_empty=inp.keep_empty, line_filter=filt)
+            if int(freq[1:].sum()) == 0:
                 raise InputError("the training text has no tokens", path=", ".join(map(str, sources)),
                                  fix="pass a non-empty text")
-            vocab = Vocab(tokenizer=spec, **inp.vocab_params).fit_counts(wc)
-            del wc
-        say(f"counting in blocks of {block:,} tokens (memory budget {mem >> 20} MB, temp folder {folder.path})")
-        blocks = encoded_blocks(sources, vocab, tokenize, block_tokens=block, keep_empty=inp.keep_empty,
-                                line_filter=filt)
+            vocab = Vocab(tokenizer=spec, **inp.vocab_params).fit_counts(dict(zip(words[1:], freq[1:].tolist())))
+            remap = np.fromiter((vocab.stoi_.get(w, UNK_ID) for w in words), dtype=ID_DTYPE, count=len(words))
+            say(f"counting in blocks of {block:,} tokens (memory budget {mem >> 20} MB, temp folder {folder.path})")
+            blocks = blocks_from_spool(spool, remap, block_tokens=block)
+        else:
+            say(f"counting in blocks of {block:,} tokens (memory budget {mem >> 20} MB, temp folder {folder.path})")
+            blocks = encoded_blocks(sources, vocab, tokenize, block_tokens=block, keep_empty=inp.keep_empty,
+                                    line_filter=filt)
         counts = count_blocks(blocks, order=order, vocab_size=len(vocab), memory=mem, folder=folder,
                               progress=say, stats=stats)
         return BuildResult(counts, vocab, stats["sentences"], stats["words"])

@@ -122,7 +122,9 @@ def _shard_counts(shard, vocab, order: int, spec, keep_empty: bool, line_filter:
     if enc.n_sentences == 0:
         return None, 0, 0
     c = NgramCounts.from_encoded(enc, order=order, vocab_size=len(vocab))
-    tables = [(t.parent.astype(np.int32), t.word.astype(np.int32), t.count.astype(np.int64)) for t in c.tables]
+    tables = [(t.parent.astype(np.int32), t.word.astype(np.int32), t.count.astype(np.int64),
+               None if k == 1 else np.asarray(c.suffix_index(k), dtype=np.int32))
+              for k, t in enumerate(c.tables, start=1)]
     return tables, enc.n_sentences, enc.n_words
 
 
@@ -180,4 +182,4 @@ def count_on_cluster(client, sources: list, *, order: int, vocab, inp, spec, blo
 def _counts_from_tables(tables: list, order: int, V: int) -> NgramCounts:
     from .counts import OrderTable
 
-    return NgramCounts(order, V, [OrderTable(parent=p, word=w, count=c) for p, w, c in tables])
+    return NgramCounts(order, V, [OrderTable(parent=p, word=w, count=c, suffix=s) for p, w, c, s in tables])

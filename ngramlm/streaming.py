@@ -142,10 +142,12 @@ class RunMerger:
         run = [None]
         for k in range(2, self.order + 1):
             t = counts.tables[k - 1]
+            # The suffix (the row of the last k-1 words in order k-1) rides along: the smoothers
+            # need it, and recomputing it after the merge would be a binary search per n-gram.
             arrays = (np.asarray(t.parent, dtype=np.int32), np.asarray(t.word, dtype=np.int32),
-                      np.asarray(t.count, dtype=np.int64))
+                      np.asarray(t.count, dtype=np.int64), np.asarray(counts.suffix_index(k), dtype=np.int32))
             if self.folder is not None:
-                arrays = tuple(self.folder.save(f"run{b}-{k}-{name}", a) for name, a in zip("pwc", arrays))
+                arrays = tuple(self.folder.save(f"run{b}-{k}-{name}", a) for name, a in zip("pwcs", arrays))
             run.append(arrays)
         self.runs.append(run)
 
@@ -162,8 +164,9 @@ class RunMerger:
         for k in range(2, n + 1):
             if progress:
                 progress(f"merging {len(self.runs)} run(s) of order {k}")
-            keys, cnt, new_maps = self._merge_order(k, gmaps)
-            tables.append(OrderTable(parent=(keys // V).astype(i32), word=(keys % V).astype(i32), count=_narrow(cnt)))
+            keys, cnt, suffix, new_maps = self._merge_order(k, gmaps)
+            tables.append(OrderTable(parent=(keys // V).astype(i32), word=(keys % V).astype(i32), count=_narrow(cnt),
+                                     suffix=suffix))
             gmaps = new_maps
         return NgramCounts(n, V, tables)
 
@@ -181,7 +184,11 @@ class RunMerger:
             ctx = p if gmaps[b] is None else np.asarray(gmaps[b][p], dtype=np.int64)
             return ctx * V + runs[b][1][a:e]
 
-        out_keys, out_cnt = [], []
+        def gsuffix(b: int, a: int, e: int) -> np.ndarray:
+            sfx = np.asarray(runs[b][3][a:e], dtype=np.int64)
+            return sfx if gmaps[b] is None else np.asarray(gmaps[b][sfx], dtype=np.int64)
+
+        out_keys, out_cnt, out_sfx = [], [], []
         new_maps = []
         for b in range(R):
             if self.folder is not None:
@@ -203,11 +210,14 @@ class RunMerger:
                     for b, s in segs.items()}
             allk = np.concatenate([segs[b][:take[b]] for b in live])
             allc = np.concatenate([np.asarray(runs[b][2][pos[b]:pos[b] + take[b]]) for b in live])
-            uniq, inv, _ = _unique_inverse(allk)
+            uniq, inv, _, first = _unique_inverse(allk, return_first=True)
             # Summed in float64, exact for counts below 2**53.
             summed = np.bincount(inv, weights=allc, minlength=len(uniq)).astype(np.int64)
+            # An n-gram's global suffix row is the same from every block that has it: take the first.
+            alls = np.concatenate([gsuffix(b, pos[b], pos[b] + take[b]) for b in live])
             out_keys.append(uniq)
             out_cnt.append(summed)
+            out_sfx.append(alls[first].astype(np.int32))
             o = 0
             for b in live:
                 t = take[b]
@@ -220,7 +230,8 @@ class RunMerger:
                 m.flush()
         keys = np.concatenate(out_keys) if out_keys else np.zeros(0, dtype=np.int64)
         cnt = np.concatenate(out_cnt) if out_cnt else np.zeros(0, dtype=np.int64)
-        return keys, cnt, new_maps
+        sfx = np.concatenate(out_sfx) if out_sfx else np.zeros(0, dtype=np.int32)
+        return keys, cnt, sfx, new_maps
 
 
 def _narrow(count: np.ndarray) -> np.ndarray:
@@ -342,3 +353,79 @@ def spool_stdin(folder: TempFolder, stream=None) -> Path:
     return p
 
 
+
+
+# ----------------------------------------------------------------------------- one tokenizing pass
+_EOL = "\x00"  # stands for a line end in a block's token list (NUL bytes are refused in input text)
+
+
+def _block_tokens(lines: list, tokenize, *, plain: bool, keep_empty: bool) -> list:
+    """The tokens of a block of lines, each line followed by ``_EOL`` (empty lines only with keep_empty)."""
+    if plain:  # whitespace tokens: one C-level split for the whole block
+        toks = (" \x00 ".join(lines) + " \x00").split()
+        if not keep_empty:  # an empty line is an _EOL right after another (or first)
+            toks = [t for i, t in enumerate(toks) if t != _EOL or (i and toks[i - 1] != _EOL)]
+        return toks
+    toks: list = []
+    for line in lines:
+        t = tokenize(line)
+        if t or keep_empty:
+            toks.extend(t)
+            toks.append(_EOL)
+    return toks
+
+
+def spool_ids(sources: list, tokenize, folder: TempFolder, *, plain: bool, keep_empty: bool = True,
+              line_filter=None) -> tuple:
+    """Tokenize the text once: provisional ids (first seen; 0 = line end) spilled to ``folder``.
+
+    Returns ``(path of the int32 id stream, words by provisional id, counts by provisional id)``:
+    the vocabulary is fitted on the counts, and :func:`blocks_from_spool` renumbers the stream
+    -- the text is not read or tokenized a second time."""
+    prov: dict = {_EOL: 0}
+    freq = np.zeros(1024, dtype=np.int64)
+    path = folder.path / "ids.i32"
+    try:
+        with open(path, "wb") as out:
+            for src in sources:
+                for _, lines in _line_blocks(src):
+                    if line_filter is not None:
+                        lines = [line_filter(x) for x in lines]
+                    toks = _block_tokens(lines, tokenize, plain=plain, keep_empty=keep_empty)
+                    for w in set(toks).difference(prov):
+                        prov[w] = len(prov)
+                    ids = np.fromiter(map(prov.__getitem__, toks), dtype=np.int32, count=len(toks))
+                    del toks
+                    if len(prov) > len(freq):
+                        freq = np.concatenate([freq, np.zeros(max(len(prov), 2 * len(freq)) - len(freq),
+                                                              dtype=np.int64)])
+                    freq[:len(prov)] += np.bincount(ids, minlength=len(prov))
+                    ids.tofile(out)
+    except OSError as exc:
+        raise folder.error(exc) from None
+    words = list(prov)
+    return path, words, freq[:len(words)]
+
+
+def blocks_from_spool(path: Path, remap: np.ndarray, *, block_tokens: int) -> Iterable[EncodedText]:
+    """Blocks of whole sentences from a spilled provisional id stream, renumbered with ``remap``."""
+    from corpora.vocab import EOS_ID
+
+    ids_all = np.memmap(path, dtype=np.int32, mode="r") if path.stat().st_size else np.zeros(0, dtype=np.int32)
+    n = len(ids_all)
+    a = 0
+    while a < n:
+        b = min(n, a + block_tokens)
+        if b < n:  # end the block after its last sentence end
+            ends = np.flatnonzero(ids_all[a:b] == 0)
+            if len(ends):
+                b = a + int(ends[-1]) + 1
+            else:  # one sentence longer than a block: take it whole
+                nxt = np.flatnonzero(ids_all[b:] == 0)
+                b = b + int(nxt[0]) + 1 if len(nxt) else n
+        raw = np.asarray(ids_all[a:b])
+        ends = np.flatnonzero(raw == 0) + 1
+        ids = remap[raw]
+        ids[ends - 1] = EOS_ID
+        yield EncodedText(ids, np.concatenate([[0], ends]).astype(np.int64))
+        a = b

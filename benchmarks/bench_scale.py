@@ -1,0 +1,127 @@
+"""Scale: the memory-bounded build against lmplz on toy corpora of 1 to 256 million tokens.
+
+    python benchmarks/bench_scale.py --kenlm-bin ~/kenlm/build/bin --sizes 1,4,16 [--dask-sizes 16]
+           [--memory 1G] [--work /tmp/ngramlm-scale] [--json out.json]
+
+Corpora (regenerated on demand, cached in --work): sentences of the toy language
+``ToyLanguage(ToyConfig(seed=0, vocab_size=50000))`` sampled with ``numpy.random.default_rng(1)``
+in batches of 4,096 until the size (words + sentence ends) is reached, one sentence a line (a
+smaller size is a prefix of a larger one); the test text is 20,000 tokens sampled with seed 2.  Every run is its own process, one at a time, timed by wall
+clock with its peak RSS (``ru_maxrss`` of the child):
+
+* ``ngramlm train FILE --order 5 --discount-fallback --memory 1G -T WORK -o out.arpa``;
+* ``lmplz -o 5 -S 1G -T WORK --discount_fallback < FILE > out.arpa`` (KenLM built from source);
+* with --dask-sizes, the same ngramlm build with ``--dask local:2`` (2 worker processes);
+* ``ngramlm ppl`` of the native model on 20,000 test tokens (load + score), memory-mapped.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_kenlm_table import run_once  # noqa: E402
+
+NGRAMLM = [sys.executable, "-m", "cli"]
+VOCAB = 50_000
+
+
+def _language():
+    from corpora.toy import ToyConfig, ToyLanguage
+
+    return ToyLanguage(ToyConfig(seed=0, vocab_size=VOCAB))
+
+
+def _write_sentences(path: Path, n_tokens: int, seed: int) -> None:
+    """Sentences of the one toy language, sampled with ``seed``, until ``n_tokens`` (words + </s>)."""
+    import numpy as np
+
+    lang = _language()
+    rng = np.random.default_rng(seed)
+    written = 0
+    tmp = path.with_suffix(".part")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        while written < n_tokens:
+            batch, _ = lang.sample_sentences(rng, 4096)
+            for s in batch:
+                fh.write(" ".join(s) + "\n")
+                written += len(s) + 1
+                if written >= n_tokens:
+                    break
+    tmp.rename(path)
+
+
+def make_corpus(work: Path, millions: float) -> Path:
+    path = work / f"toy50k-{millions:g}M.txt"
+    if not path.exists():
+        _write_sentences(path, int(millions * 1_000_000), seed=1)  # a smaller size is a prefix of a larger
+    return path
+
+
+def test_text(work: Path) -> Path:
+    path = work / "toy50k-test.txt"
+    if not path.exists():
+        _write_sentences(path, 20_000, seed=2)
+    return path
+
+
+@click.command()
+@click.option("--kenlm-bin", type=click.Path(exists=True, file_okay=False), default=None,
+              help="Folder with KenLM's lmplz (built from source); without it only ngramlm runs.")
+@click.option("--sizes", default="1,4,16", show_default=True, help="Training sizes in millions of tokens.")
+@click.option("--dask-sizes", default="", help="Sizes to build on a 2-worker local Dask cluster as well.")
+@click.option("--memory", default="1G", show_default=True)
+@click.option("--work", type=click.Path(file_okay=False), default="/tmp/ngramlm-scale", show_default=True)
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
+def main(kenlm_bin, sizes, dask_sizes, memory, work, json_out):
+    work = Path(work)
+    work.mkdir(parents=True, exist_ok=True)
+    tmp = work / "tmp"
+    tmp.mkdir(exist_ok=True)
+    dask_set = {float(x) for x in dask_sizes.split(",") if x}
+    test = test_text(work)
+    rows = []
+    for m in [float(x) for x in sizes.split(",")]:
+        corpus = make_corpus(work, m)
+        n_tok = m * 1e6
+        row = {"million_tokens": m, "file_mb": corpus.stat().st_size / 2**20}
+        out = work / "ours.arpa"
+        cmd = NGRAMLM + ["train", corpus, "--order", "5", "--discount-fallback", "--memory", memory, "-T", tmp,
+                         "-o", out]
+        row["ngramlm_s"], row["ngramlm_mb"] = run_once(cmd)
+        native = work / "ours.npz"
+        run_once(NGRAMLM + ["import-arpa", out, native])
+        row["ppl_load_score_s"], row["ppl_mb"] = run_once(NGRAMLM + ["ppl", native, test])
+        if kenlm_bin:
+            row["lmplz_s"], row["lmplz_mb"] = run_once(
+                [Path(kenlm_bin) / "lmplz", "-o", "5", "-S", memory, "-T", tmp, "--discount_fallback"],
+                stdin=corpus, stdout=work / "kenlm.arpa")
+            row["ratio"] = row["ngramlm_s"] / row["lmplz_s"]
+        if m in dask_set:
+            row["dask_s"], row["dask_mb"] = run_once(cmd[:-1] + [work / "dask.arpa", "--dask", "local:2"])
+        row["us_per_token"] = row["ngramlm_s"] / n_tok * 1e6
+        rows.append(row)
+        click.echo(json.dumps(row))
+        for f in ("ours.arpa", "kenlm.arpa", "dask.arpa"):
+            (work / f).unlink(missing_ok=True)
+    click.echo("\n| tokens | ngramlm --memory " + memory + " | lmplz -S " + memory + " | ratio | µs/token | "
+               "dask local:2 | ppl (mmap load + score) |\n|---|---|---|---|---|---|---|")
+    for r in rows:
+        lm = f"{r['lmplz_s']:.1f} s / {r['lmplz_mb']:.0f} MB" if "lmplz_s" in r else "-"
+        ratio = f"{r['ratio']:.2f}" if "ratio" in r else "-"
+        dk = f"{r['dask_s']:.1f} s / {r['dask_mb']:.0f} MB" if "dask_s" in r else "-"
+        click.echo(f"| {r['million_tokens']:g} M | {r['ngramlm_s']:.1f} s / {r['ngramlm_mb']:.0f} MB | {lm} | {ratio} | "
+                   f"{r['us_per_token']:.2f} | {dk} | {r['ppl_load_score_s']:.2f} s / {r['ppl_mb']:.0f} MB |")
+    if json_out:
+        Path(json_out).write_text(json.dumps({"memory": memory, "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
