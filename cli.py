@@ -23,6 +23,7 @@ _COMMANDS = {
     "generate": ("ngramlm.commands:generate_cmd", "Generate text from a model."),
     "export-arpa": ("ngramlm.commands:export_arpa_cmd", "Write a model as an ARPA file."),
     "import-arpa": ("ngramlm.commands:import_arpa_cmd", "Read an ARPA file into the native format."),
+    "infini": ("ngramlm.infini_commands:infini_group", "The ∞-gram: unbounded-order n-grams on a suffix array."),
     "neural": ("neural.commands:neural_group", "Neural language models (RNN, LSTM, GRU, Transformer)."),
     "compare": ("reports.commands:compare_cmd", "Train count and neural models on one corpus and report."),
     "report": ("reports.commands:report_cmd", "Re-render a comparison report from results.json."),

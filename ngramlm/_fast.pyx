@@ -14,7 +14,7 @@ Three jobs, each a loop that numpy cannot vectorise well and Python runs one obj
 """
 from libc.stdlib cimport malloc, free, strtod
 from libc.string cimport memcpy, memcmp, memset
-from libc.stdint cimport int64_t, uint64_t, int32_t, uint32_t, uint8_t
+from libc.stdint cimport int64_t, uint64_t, int32_t, uint32_t, uint16_t, uint8_t
 from libc.math cimport isfinite
 from libc.stdio cimport snprintf
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
@@ -815,3 +815,133 @@ cdef const uint8_t* _u8ptr(object a):
     if v.shape[0] == 0:
         return NULL
     return &v[0]
+
+
+# ----------------------------------------------------------------------------- suffix-array queries (∞-gram)
+ctypedef fused tok_t:
+    uint16_t
+    uint32_t
+
+ctypedef fused sa_t:
+    int32_t
+    int64_t
+
+
+
+
+cdef inline int _cmp_suffix(const tok_t* tok, Py_ssize_t n, Py_ssize_t s, const int64_t* pat, Py_ssize_t L,
+                            Py_ssize_t d) noexcept nogil:
+    """Compare the suffix at ``s`` with ``pat[0:L]`` from offset ``d`` on: -1 less, 0 a prefix match, 1 greater."""
+    cdef Py_ssize_t j
+    cdef int64_t a
+    for j in range(d, L):
+        if s + j >= n:
+            return -1  # the suffix ends first: shorter sorts first
+        a = tok[s + j]
+        if a < pat[j]:
+            return -1
+        if a > pat[j]:
+            return 1
+    return 0
+
+
+cdef inline void _range(const tok_t* tok, Py_ssize_t n, const sa_t* sa, const int64_t* pat, Py_ssize_t L,
+                        Py_ssize_t d, Py_ssize_t* lo, Py_ssize_t* hi) noexcept nogil:
+    """Narrow [lo, hi) -- suffixes that already share ``pat[0:d]`` -- to those starting with ``pat[0:L]``."""
+    cdef Py_ssize_t a = lo[0], b = hi[0], m, first
+    while a < b:  # first suffix >= pat
+        m = (a + b) >> 1
+        if _cmp_suffix(tok, n, sa[m], pat, L, d) < 0:
+            a = m + 1
+        else:
+            b = m
+    first = a
+    b = hi[0]
+    while a < b:  # first suffix > pat (as a prefix)
+        m = (a + b) >> 1
+        if _cmp_suffix(tok, n, sa[m], pat, L, d) <= 0:
+            a = m + 1
+        else:
+            b = m
+    lo[0] = first
+    hi[0] = a
+
+
+def sa_count_many(const tok_t[:] tok, const sa_t[:] sa, const int64_t[:] flat, const int64_t[:] offsets):
+    """Occurrences of each pattern ``flat[offsets[i]:offsets[i+1]]`` in the indexed stream."""
+    cdef Py_ssize_t q, nq = offsets.shape[0] - 1, lo, hi, n = tok.shape[0]
+    out_a = np.empty(nq, dtype=np.int64)
+    cdef int64_t[:] out = out_a
+    if n == 0:
+        out_a[:] = 0
+        return out_a
+    with nogil:
+        for q in range(nq):
+            lo = 0
+            hi = sa.shape[0]
+            _range(&tok[0], n, &sa[0], &flat[offsets[q]] if offsets[q + 1] > offsets[q] else &flat[0],
+                   offsets[q + 1] - offsets[q], 0, &lo, &hi)
+            out[q] = hi - lo
+    return out_a
+
+
+def sa_range(const tok_t[:] tok, const sa_t[:] sa, const int64_t[:] pat):
+    """(lo, hi): the suffix-array rows whose suffixes start with ``pat``."""
+    cdef Py_ssize_t lo = 0, hi = sa.shape[0]
+    if pat.shape[0] and tok.shape[0]:
+        _range(&tok[0], tok.shape[0], &sa[0], &pat[0], pat.shape[0], 0, &lo, &hi)
+    return lo, hi
+
+
+def sa_infini(const tok_t[:] tok, const sa_t[:] sa, const int64_t[:] test, const int64_t[:] pos,
+              Py_ssize_t max_len):
+    """For every test position t with pos[t] > 0 (a predicted token; pos is the position in the padded
+    sentence, <s> at 0): the longest suffix h' of the history test[t-pos[t]:t] (at most ``max_len``
+    tokens, 0 = unbounded) that occurs in the index, and the counts cnt(h') and cnt(h' w).
+
+    Returns (eff_len, cnt_h, cnt_hw, one_next) as arrays over all positions (zeros where pos == 0);
+    ``one_next`` says the index has a single distinct continuation of h' (a "sparse" estimate).
+    With h' empty, cnt_h is the number of indexed tokens (the caller discounts the <s> it holds)."""
+    cdef Py_ssize_t T = test.shape[0], n = tok.shape[0], nsa = sa.shape[0], t, L, prevL = 0, lo, hi, lo2, hi2
+    eff_a = np.zeros(T, dtype=np.int32)
+    ch_a = np.zeros(T, dtype=np.int64)
+    chw_a = np.zeros(T, dtype=np.int64)
+    one_a = np.zeros(T, dtype=np.uint8)
+    cdef int32_t[:] eff = eff_a
+    cdef int64_t[:] ch = ch_a
+    cdef int64_t[:] chw = chw_a
+    cdef uint8_t[:] one = one_a
+    if n == 0 or T == 0:
+        return eff_a, ch_a, chw_a, one_a
+    cdef const tok_t* tp = &tok[0]
+    cdef const sa_t* sp = &sa[0]
+    cdef const int64_t* xp = &test[0]
+    with nogil:
+        for t in range(T):
+            if pos[t] <= 0:
+                prevL = 0
+                continue
+            L = prevL + 1
+            if L > pos[t]:
+                L = pos[t]
+            if max_len > 0 and L > max_len:
+                L = max_len
+            while True:
+                lo = 0
+                hi = nsa
+                if L > 0:
+                    _range(tp, n, sp, xp + (t - L), L, 0, &lo, &hi)
+                if hi > lo or L == 0:
+                    break
+                L -= 1
+            # Within h''s rows the suffixes are sorted by their next token: w's rows are a sub-range.
+            lo2 = lo
+            hi2 = hi
+            _range(tp, n, sp, xp + (t - L), L + 1, L, &lo2, &hi2)
+            eff[t] = <int32_t>L
+            ch[t] = hi - lo
+            chw[t] = hi2 - lo2
+            one[t] = 1 if (hi > lo and sp[lo] + L < n and sp[hi - 1] + L < n
+                           and tp[sp[lo] + L] == tp[sp[hi - 1] + L]) else 0
+            prevL = L
+    return eff_a, ch_a, chw_a, one_a

@@ -1,0 +1,239 @@
+"""The ∞-gram: an n-gram model of unbounded order on a suffix array (Liu et al., 2024, "Infini-gram").
+
+A fixed-order model backs off because most long n-grams were never seen (the V^n wall).  The
+∞-gram turns the question around: at every position it uses the *longest* suffix h' of the
+history that does occur in the training text, and estimates
+
+    P∞(w | h) = cnt(h' w) / cnt(h')
+
+with counts read off a suffix array of the training tokens.  ``|h'| + 1`` is the *effective n* of
+the position.  P∞ is zero where h' was never followed by w, so on its own it is not a usable
+language model; interpolated with a smoothed model (MKN) or a neural one it is.
+
+The index is the padded training stream ``<s> w1 .. wm </s> <s> ...`` (tokens in the narrowest
+unsigned dtype) and its suffix array (int32 below 2**31 tokens), built by ``pydivsufsort`` on the
+big-endian bytes of the tokens (byte order = token order) -- 6 bytes a token for a vocabulary
+below 65,536.  A history never contains ``</s>``, so no match crosses a sentence end.  Queries run
+in C (``ngramlm._fast``): a binary search per pattern, and for a whole test stream the longest
+match at every position, amortised (the effective n grows by at most one a token).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+
+from corpora.errors import InputError
+from corpora.textio import atomic_writer
+from corpora.vocab import BOS_ID, EOS_ID, UNK_ID, EncodedText, Vocab
+
+from .counts import padded_stream
+
+FORMAT = "ngramlm.infini"
+FORMAT_VERSION = 1
+
+
+def _fast():
+    from . import accel
+
+    if accel.fast is None:
+        raise InputError(f"the ∞-gram's queries need the compiled extension ({accel.describe()})",
+                         fix="reinstall with a C compiler: pip install -e .")
+    return accel.fast
+
+
+@dataclass
+class InfiniScores:
+    """Per predicted token of a text: effective n, cnt(h'), cnt(h' w), and whether h' has one continuation."""
+
+    eff_n: np.ndarray  # int: |h'| + 1
+    cnt_h: np.ndarray
+    cnt_hw: np.ndarray
+    sparse: np.ndarray  # bool: a single distinct next token after h' in the training text
+
+    @property
+    def prob(self) -> np.ndarray:
+        return self.cnt_hw / np.maximum(self.cnt_h, 1)
+
+    @property
+    def log10_prob(self) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.log10(self.prob)
+
+
+class InfiniIndex:
+    """A suffix array over an encoded training text, with the vocabulary that encoded it."""
+
+    def __init__(self, tokens: np.ndarray, sa: np.ndarray, vocab: Vocab, *, n_sentences: int,
+                 source: str = "") -> None:
+        self.tokens, self.sa, self.vocab = tokens, sa, vocab
+        self.n_sentences = int(n_sentences)
+        self.source = source
+
+    # ------------------------------------------------------------------ building and files
+    @classmethod
+    def build(cls, text: EncodedText, vocab: Vocab, *, source: str = "") -> "InfiniIndex":
+        import pydivsufsort
+
+        tokens, _ = padded_stream(text)
+        V = len(vocab)
+        dtype = np.uint16 if V <= np.iinfo(np.uint16).max + 1 else np.uint32
+        tokens = tokens.astype(dtype)
+        # Big-endian bytes sort like the token ids; suffixes at odd byte offsets are dropped.
+        raw = np.ascontiguousarray(tokens.astype(tokens.dtype.newbyteorder(">"))).view(np.uint8).copy()
+        width = tokens.dtype.itemsize
+        sa = pydivsufsort.divsufsort(raw)
+        sa = sa[sa % width == 0] // width
+        sa = sa.astype(np.int32 if len(tokens) < 2**31 else np.int64)
+        return cls(tokens, sa, vocab, n_sentences=text.n_sentences, source=source)
+
+    @property
+    def nbytes(self) -> int:
+        return self.tokens.nbytes + self.sa.nbytes
+
+    def save(self, path: os.PathLike | str) -> None:
+        """One uncompressed ``.npz`` (tokens, suffix array, JSON metadata), written atomically."""
+        meta = {"format": FORMAT, "version": FORMAT_VERSION, "n_sentences": self.n_sentences, "source": self.source,
+                "vocab": self.vocab.to_dict()}
+        with atomic_writer(path) as fh:
+            np.savez(fh, meta=np.frombuffer(json.dumps(meta, ensure_ascii=False).encode("utf-8"), dtype=np.uint8),
+                     tokens=self.tokens, sa=self.sa)
+
+    @classmethod
+    def load(cls, path: os.PathLike | str, *, mmap: bool = True) -> "InfiniIndex":
+        """Read an index; with ``mmap`` the token and suffix arrays are mapped (O(1), pages on demand)."""
+        from .io_native import _map_member
+
+        p = Path(path)
+        if not p.is_file():
+            raise InputError("no such index file" if not p.exists() else "not a file", path=p,
+                             fix="build one with `ngramlm infini build TEXT -o INDEX.npz`")
+        try:
+            with zipfile.ZipFile(p) as zf:
+                infos = {i.filename: i for i in zf.infolist()}
+                if not {"meta.npy", "tokens.npy", "sa.npy"} <= set(infos):
+                    raise ValueError("members meta, tokens and sa are missing")
+                with zf.open("meta.npy") as fh:
+                    meta = json.loads(np.lib.format.read_array(fh, allow_pickle=False).tobytes().decode("utf-8"))
+                if meta.get("format") != FORMAT or meta.get("version") != FORMAT_VERSION:
+                    raise ValueError(f"format {meta.get('format')!r} version {meta.get('version')!r}")
+                if mmap:
+                    size = p.stat().st_size
+                    with open(p, "rb") as fh:
+                        tokens = _map_member(fh, infos["tokens.npy"], size)
+                        sa = _map_member(fh, infos["sa.npy"], size)
+                else:
+                    with zf.open("tokens.npy") as fh:
+                        tokens = np.lib.format.read_array(fh, allow_pickle=False)
+                    with zf.open("sa.npy") as fh:
+                        sa = np.lib.format.read_array(fh, allow_pickle=False)
+        except InputError:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- any unreadable file is one clear error
+            raise InputError(f"not a readable ∞-gram index ({type(exc).__name__}: {exc})", path=p,
+                             fix="rebuild it with `ngramlm infini build`") from None
+        if tokens.dtype not in (np.uint16, np.uint32) or sa.dtype not in (np.int32, np.int64) \
+                or tokens.ndim != 1 or sa.shape != tokens.shape:
+            raise InputError(f"corrupt ∞-gram index (tokens {tokens.dtype}{tokens.shape}, sa {sa.dtype}{sa.shape})",
+                             path=p, fix="rebuild it with `ngramlm infini build`")
+        vocab = Vocab.from_dict(meta.get("vocab"), path=str(p))
+        return cls(tokens, sa, vocab, n_sentences=int(meta.get("n_sentences", 0)), source=meta.get("source", ""))
+
+    # ------------------------------------------------------------------ counting
+    def _ids(self, words: Sequence[str]) -> list:
+        bos, eos = self.vocab.bos_token, self.vocab.eos_token
+        out = []
+        for w in words:
+            out.append(BOS_ID if w == bos else EOS_ID if w == eos else self.vocab.stoi_.get(w, UNK_ID))
+        return out
+
+    def count(self, ngram: Sequence[str]) -> int:
+        """How often ``ngram`` (words; ``<s>``/``</s>`` allowed) occurs in the training text."""
+        return int(self.count_ids([self._ids(ngram)])[0])
+
+    def count_ids(self, ngrams: Sequence[Sequence[int]]) -> np.ndarray:
+        """Occurrences of many id sequences at once (an empty one counts every token)."""
+        lengths = np.fromiter(map(len, ngrams), dtype=np.int64, count=len(ngrams))
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        flat = np.fromiter((i for g in ngrams for i in g), dtype=np.int64, count=int(offsets[-1]))
+        if not len(flat):
+            flat = np.zeros(1, dtype=np.int64)
+        return _fast().sa_count_many(self.tokens, self.sa, flat, offsets)
+
+    def next_counts(self, context_ids: Sequence[int]) -> np.ndarray:
+        """cnt(context w) for every id w (length V)."""
+        lo, hi = _fast().sa_range(self.tokens, self.sa, np.asarray(context_ids, dtype=np.int64))
+        L = len(context_ids)
+        at = np.asarray(self.sa[lo:hi], dtype=np.int64) + L
+        at = at[at < len(self.tokens)]
+        return np.bincount(np.asarray(self.tokens[at], dtype=np.int64), minlength=len(self.vocab))
+
+    # ------------------------------------------------------------------ the ∞-gram
+    def longest_context(self, context_ids: Sequence[int]) -> int:
+        """Length of the longest suffix of ``context_ids`` that occurs in the training text."""
+        ids = list(context_ids)
+        for L in range(len(ids), 0, -1):
+            if self.count_ids([ids[len(ids) - L:]])[0] > 0:
+                return L
+        return 0
+
+    def next_probs(self, context: Sequence[str]) -> np.ndarray:
+        """P∞(. | context) over all ids (``context`` may start with ``<s>``); sums to 1 over predicted types."""
+        ids = self._ids(context)
+        if self.vocab.bos_token in context:
+            ids = ids[len(ids) - 1 - ids[::-1].index(BOS_ID):]
+        L = self.longest_context(ids)
+        cnt = self.next_counts(ids[len(ids) - L:]).astype(np.float64)
+        cnt[BOS_ID] = 0.0  # <s> follows only </s>, which no history holds; with h' empty, drop it
+        return cnt / cnt.sum()
+
+    def score(self, text: EncodedText, *, max_n: int = 0) -> InfiniScores:
+        """The ∞-gram at every predicted token of ``text`` (encoded with this index's vocabulary).
+        ``max_n`` > 0 caps the effective n (an n-gram-order sweep); 0 leaves it unbounded."""
+        tokens, pos = padded_stream(text)
+        eff, ch, chw, one = _fast().sa_infini(self.tokens, self.sa, tokens.astype(np.int64), pos.astype(np.int64),
+                                              max(0, max_n - 1) if max_n else 0)
+        keep = pos > 0
+        eff, ch, chw, one = eff[keep], ch[keep], chw[keep], one[keep]
+        # With h' empty the rows are every indexed token, <s> included, which is never predicted.
+        empty = eff == 0
+        ch = np.where(empty, len(self.tokens) - self.n_sentences, ch)
+        return InfiniScores(eff_n=eff.astype(np.int64) + 1, cnt_h=ch, cnt_hw=chw, sparse=one.astype(bool))
+
+
+# ----------------------------------------------------------------------------- mixtures
+def mix_log10(log10_a: np.ndarray, log10_b: np.ndarray, lam) -> np.ndarray:
+    """log10 of lam * 10**a + (1 - lam) * 10**b, token by token (``lam`` a number or an array)."""
+    lam = np.asarray(lam, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return np.logaddexp(np.log(lam) + log10_a * math.log(10), np.log1p(-lam) + log10_b * math.log(10)) / math.log(10)
+
+
+def tune_lambdas(scores: InfiniScores, other_log10: np.ndarray, *, grid: int = 101) -> tuple:
+    """The mixture weights of the ∞-gram (one where its estimate is sparse, one where it is not, as the
+    paper does) that maximise the likelihood of a held-out text; returns (lam_sparse, lam_dense)."""
+    p_inf = scores.prob
+    p_other = 10.0 ** other_log10
+    lams = np.linspace(0.0, 0.99, grid)
+    out = []
+    for mask in (scores.sparse, ~scores.sparse):
+        if not mask.any():
+            out.append(0.0)
+            continue
+        a, b = p_inf[mask][None, :], p_other[mask][None, :]
+        ll = np.log(lams[:, None] * a + (1 - lams[:, None]) * b).sum(axis=1)
+        out.append(float(lams[int(np.argmax(ll))]))
+    return tuple(out)
+
+
+def mixture_log10(scores: InfiniScores, other_log10: np.ndarray, lambdas: tuple) -> np.ndarray:
+    """log10 of the ∞-gram mixed with another model's per-token log10 probabilities."""
+    lam = np.where(scores.sparse, lambdas[0], lambdas[1])
+    with np.errstate(divide="ignore"):
+        return np.log10(lam * scores.prob + (1 - lam) * 10.0 ** other_log10)

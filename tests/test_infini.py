@@ -1,0 +1,225 @@
+"""The ∞-gram on a suffix array: counts equal the n-gram counter's and a brute-force scan, the longest
+matching history is the longest, and its mixtures are distributions."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from corpora import Vocab
+from corpora.errors import InputError
+from corpora.vocab import BOS_ID, EOS_ID
+from ngramlm import NgramCounts, NgramLM, accel
+from ngramlm.counts import padded_stream
+from ngramlm.infini import InfiniIndex, mix_log10, mixture_log10, tune_lambdas
+
+pytestmark = pytest.mark.skipif(accel.fast is None, reason=f"the ∞-gram needs the compiled extension: "
+                                                          f"{accel.describe()}")
+
+
+@pytest.fixture(scope="module")
+def toy():
+    from corpora import load_corpus, prepare
+    from corpora.toy import ToyConfig
+
+    ds = prepare(load_corpus("toy", toy_config=ToyConfig(n_train_tokens=60_000, n_valid_tokens=3000,
+                                                          n_test_tokens=3000)))
+    return ds, InfiniIndex.build(ds["train"], ds.vocab)
+
+
+def _brute_count(stream: np.ndarray, pat) -> int:
+    L = len(pat)
+    if L == 0:
+        return len(stream)
+    win = np.lib.stride_tricks.sliding_window_view(stream, L)
+    return int(np.all(win == np.asarray(pat), axis=1).sum())
+
+
+def test_counts_equal_the_ngram_counter_for_every_order_up_to_12(toy):
+    ds, idx = toy
+    counts = NgramCounts.from_encoded(ds["train"], order=12, vocab_size=len(ds.vocab))
+    rng = np.random.default_rng(0)
+    for k in range(1, 13):
+        grams, cnt = counts.ngrams(k), counts.tables[k - 1].count
+        nz = np.flatnonzero(cnt)
+        sel = rng.choice(nz, min(300, len(nz)), replace=False)
+        got = idx.count_ids([list(map(int, g)) for g in grams[sel]])
+        assert np.array_equal(got, cnt[sel]), k
+
+
+def test_counts_equal_a_brute_force_scan_including_absent_and_boundary_patterns(toy):
+    ds, idx = toy
+    stream, _ = padded_stream(ds["train"])
+    rng = np.random.default_rng(1)
+    pats = []
+    for _ in range(300):
+        L = int(rng.integers(1, 7))
+        i = int(rng.integers(0, len(stream) - L))
+        p = stream[i:i + L].tolist()
+        if rng.random() < 0.3:  # perturb: mostly absent patterns
+            p[int(rng.integers(0, L))] = int(rng.integers(0, len(ds.vocab)))
+        pats.append(p)
+    pats += [[EOS_ID, BOS_ID], [BOS_ID], [EOS_ID], [BOS_ID, BOS_ID]]
+    got = idx.count_ids(pats)
+    assert [int(x) for x in got] == [_brute_count(stream, p) for p in pats]
+    assert idx.count_ids([[]])[0] == len(stream)
+
+
+def test_the_longest_matching_history_and_its_counts_equal_brute_force(toy):
+    ds, idx = toy
+    stream, _ = padded_stream(ds["train"])
+    test = ds["test"]
+    s = idx.score(test)
+    toks, pos = padded_stream(test)
+    t_pred = np.flatnonzero(pos > 0)
+    rng = np.random.default_rng(2)
+    for j in rng.choice(len(t_pred), 150, replace=False):
+        t = t_pred[j]
+        hist = toks[t - pos[t]:t].tolist()
+        L = max(L for L in range(0, len(hist) + 1) if L == 0 or _brute_count(stream, hist[len(hist) - L:]) > 0)
+        h = hist[len(hist) - L:]
+        assert s.eff_n[j] == L + 1
+        if L:
+            assert s.cnt_h[j] == _brute_count(stream, h)
+        assert s.cnt_hw[j] == _brute_count(stream, h + [int(toks[t])])
+    # Effective n 1 (no suffix of the history occurs) only right after a word training never had.
+    unseen = np.flatnonzero(s.eff_n == 1)
+    prev = toks[t_pred[unseen] - 1]
+    assert all(_brute_count(stream, [int(w)]) == 0 for w in prev)
+
+
+def test_capped_effective_n_is_a_fixed_order_mle_with_backoff_to_seen_contexts(toy):
+    ds, idx = toy
+    capped = idx.score(ds["test"], max_n=3)
+    assert capped.eff_n.max() <= 3
+    assert (idx.score(ds["test"]).eff_n >= capped.eff_n).all()
+
+
+@pytest.mark.parametrize("context", [["<s>"], ["<s>", "the"], [], ["zzz_unknown", "and"]])
+def test_next_probs_sum_to_one_and_agree_with_score(toy, context):
+    ds, idx = toy
+    words = [w for w in ds.vocab.itos_[4:50]]
+    ctx = context if not context or context[0] == "<s>" else context
+    ctx = [w if w in ("<s>",) or w in ds.vocab.stoi_ or w.startswith("zzz") else words[0] for w in ctx]
+    p = idx.next_probs(ctx)
+    assert p[BOS_ID] == 0 and abs(p.sum() - 1) < 1e-12
+
+
+def test_score_probability_equals_next_probs_at_that_position(toy):
+    ds, idx = toy
+    sent = [w for w in ds.corpus.sentences("test")[0]]
+    enc = ds.vocab.encode_sentences([sent])
+    s = idx.score(enc)
+    for i in range(len(sent) + 1):
+        ctx = ["<s>"] + sent[:i]
+        w = enc.ids[i]
+        assert s.prob[i] == pytest.approx(idx.next_probs(ctx)[w], abs=1e-12)
+
+
+def test_mixtures_with_mkn_are_distributions(toy):
+    ds, idx = toy
+    lm = NgramLM(order=3, smoothing="mkn").fit(ds["train"], vocab=ds.vocab)
+    sent = ds.corpus.sentences("test")[1]
+    for i in range(0, len(sent), 3):
+        ctx = ["<s>"] + sent[:i]
+        for lam in (0.0, 0.3, 0.9):
+            p = lam * idx.next_probs(ctx) + (1 - lam) * lm.next_probs(ctx)
+            assert abs(p.sum() - 1) < 1e-9
+    # the per-token mixture equals the distribution's entry
+    enc = ds.vocab.encode_sentences([sent])
+    s = idx.score(enc)
+    other = lm.token_scores(enc).log10_prob
+    mixed = mixture_log10(s, other, (0.4, 0.2))
+    lam = np.where(s.sparse, 0.4, 0.2)
+    for i in range(len(sent) + 1):
+        ctx = ["<s>"] + sent[:i]
+        p = lam[i] * idx.next_probs(ctx) + (1 - lam[i]) * lm.next_probs(ctx)
+        assert 10 ** mixed[i] == pytest.approx(p[enc.ids[i]], rel=1e-9)
+    assert np.allclose(mix_log10(other, other, 0.3), other)
+
+
+def test_tuned_weights_maximise_held_out_likelihood(toy):
+    ds, idx = toy
+    lm = NgramLM(order=3, smoothing="mkn").fit(ds["train"], vocab=ds.vocab)
+    s, other = idx.score(ds["valid"]), lm.token_scores(ds["valid"]).log10_prob
+    lam = tune_lambdas(s, other)
+    best = mixture_log10(s, other, lam).sum()
+    for a in (0.0, 0.2, 0.5, 0.8):
+        for b in (0.0, 0.2, 0.5, 0.8):
+            assert mixture_log10(s, other, (a, b)).sum() <= best + 1e-9
+    assert best >= other.sum() - 1e-9  # lambda = 0 is among the candidates
+
+
+def test_index_is_six_bytes_a_token_and_saves_memory_mappable(toy, tmp_path):
+    ds, idx = toy
+    assert idx.tokens.dtype == np.uint16 and idx.sa.dtype == np.int32
+    assert idx.nbytes / len(idx.tokens) == 6.0
+    idx.save(tmp_path / "i.npz")
+    back = InfiniIndex.load(tmp_path / "i.npz")
+    assert isinstance(back.sa, np.memmap) and np.array_equal(back.sa, idx.sa)
+    assert back.vocab.itos_ == ds.vocab.itos_ and back.n_sentences == idx.n_sentences
+    s1, s2 = idx.score(ds["test"]), back.score(ds["test"])
+    assert np.array_equal(s1.cnt_hw, s2.cnt_hw) and np.array_equal(s1.eff_n, s2.eff_n)
+    raw = (tmp_path / "i.npz").read_bytes()
+    (tmp_path / "cut.npz").write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(InputError, match="rebuild"):
+        InfiniIndex.load(tmp_path / "cut.npz")
+    with pytest.raises(InputError, match="no such index"):
+        InfiniIndex.load(tmp_path / "missing.npz")
+
+
+def test_a_sentence_end_never_joins_two_sentences():
+    sents = [["a", "b"], ["b", "c"], ["a", "b"]]
+    vocab = Vocab().fit(sents)
+    idx = InfiniIndex.build(vocab.encode_sentences(sents), vocab)
+    assert idx.count(["b", "c"]) == 1 and idx.count(["a", "b"]) == 2
+    assert idx.count(["b", "b"]) == 0  # "a b </s> <s> b c": no match across </s>
+    assert idx.count(["b", "</s>", "<s>", "b"]) == 1  # only when the pattern spells the boundary out
+    enc = vocab.encode_sentences([["c", "b"]])
+    s = idx.score(enc)
+    # c | <s>: "<s>" (3 times) never followed by c.  b | <s> c: "<s> c" unseen, "c" once, never
+    # followed by b.  </s> | <s> c b: "c b" unseen, "b" 3 times, twice followed by </s>.
+    assert s.eff_n.tolist() == [2, 2, 2]
+    assert s.cnt_h.tolist() == [3, 1, 3] and s.cnt_hw.tolist() == [0, 0, 2]
+
+
+def test_cli_build_count_and_ppl(run_cli, tmp_path):
+    text = tmp_path / "t.txt"
+    text.write_text("a b c\nb c d\na b c d\n\nc d a\n", encoding="utf-8")
+    code, out, err = run_cli("infini", "build", text, "-o", tmp_path / "i.npz", "--json")
+    assert code == 0, err
+    info = json.loads(out)
+    # 13 words, 5 sentences (the blank line is one, as KenLM counts it), each with <s> and </s>
+    assert info["tokens"] == 13 + 5 + 5 and info["bytes_per_token"] == 6.0
+    code, out, _ = run_cli("infini", "count", tmp_path / "i.npz", "b", "c")
+    assert code == 0 and out.split("\t")[0] == "3"
+    code, out, err = run_cli("infini", "ppl", tmp_path / "i.npz", text, "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["tokens"] == 18 and d["zero_probability_share"] == 0.0  # scored on its own training text
+    code, _, err = run_cli("train", text, "--order", "2", "-s", "wb", "-o", tmp_path / "m.npz")
+    assert code == 0, err
+    code, out, err = run_cli("infini", "ppl", tmp_path / "i.npz", text, "--mix", tmp_path / "m.npz",
+                             "--tune-on", text, "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["mixture"]["ppl"] <= d["other"]["ppl"] + 1e-9 and set(d["lambdas"]) == {"sparse", "dense"}
+
+
+@pytest.mark.slow
+def test_ptb_counts_equal_the_counter_up_to_order_12(shared_corpora):
+    from corpora import load_corpus, prepare
+
+    ds = prepare(load_corpus("ptb", data_dir=str(shared_corpora)))
+    idx = InfiniIndex.build(ds["train"], ds.vocab)
+    counts = NgramCounts.from_encoded(ds["train"], order=12, vocab_size=len(ds.vocab))
+    rng = np.random.default_rng(0)
+    for k in range(1, 13):
+        grams, cnt = counts.ngrams(k), counts.tables[k - 1].count
+        nz = np.flatnonzero(cnt)
+        sel = rng.choice(nz, min(2000, len(nz)), replace=False)
+        assert np.array_equal(idx.count_ids([list(map(int, g)) for g in grams[sel]]), cnt[sel]), k
+    s = idx.score(ds["test"])
+    assert len(s.eff_n) == 82430 and s.eff_n.min() >= 2  # PTB's vocabulary is closed: every word occurs
