@@ -113,6 +113,7 @@ class Run:
             self._neural_stage()
             self._curve_stage()
             self._interpolation_stage()
+            self._infini_stage()
             self._passage_stage()
             res["status"] = "complete"
         except KeyboardInterrupt:
@@ -273,6 +274,25 @@ class Run:
             self.results["interpolation"].append(row)
             self.log(f"  {row['id']}: lambda {row['lambda']:.3f}, valid {row['valid']['ppl']:.2f}, "
                      f"test {row['test']['ppl']:.2f}")
+
+    def _infini_stage(self) -> None:
+        """n → ∞: the ∞-gram indexed on train, mixed with the best n-gram model and each neural model."""
+        from .infini_part import infini_section
+
+        partners = [r for r in [self._best("ngram")] + [r for r in self.results.get("neural", [])
+                                                         if r.get("valid") and r["id"] in self.arrays] if r]
+        got = infini_section(self.data, partners, self.arrays) if partners else None
+        if got is None:
+            self.results["infini"] = None
+            return
+        section, arrays = got
+        self.arrays.update(arrays)
+        self.results["infini"] = section
+        self.log(f"  ∞-gram: mean effective n {section['mean_effective_n']:.2f} (max {section['max_effective_n']}), "
+                 f"zero probability at {100 * section['zero_share']:.1f}% of test tokens")
+        for r in section["rows"]:
+            self.log(f"  {r['id']}: valid {r['valid']['ppl']:.2f}, test {r['test']['ppl']:.2f} "
+                     f"(partner alone: test {r['partner_test']['ppl']:.2f})")
 
     def _passage_stage(self) -> None:
         s, d = self.settings, self.data

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 import math
+
+import numpy as np
 from typing import Optional
 
 import matplotlib
@@ -162,6 +164,29 @@ def interpolation(results: dict) -> Optional[bytes]:
     return _png(fig)
 
 
+def effective_n(results: dict) -> Optional[bytes]:
+    sec = results.get("infini")
+    if not sec:
+        return None
+    fig, ax = plt.subplots(figsize=SIZE)
+    xs = np.arange(1, len(sec["effective_n_hist"]) + 1)
+    total = max(1, sum(sec["effective_n_hist"]))
+    ax.bar(xs, [100.0 * h / total for h in sec["effective_n_hist"]], color="#bbbbbb", label="test tokens (%)")
+    ax.set_xticks(xs, sec["buckets"])
+    ax.set_xlabel("effective n (longest history the training text holds + 1)")
+    ax.set_ylabel("share of test tokens (%)")
+    ax2 = ax.twinx()
+    for partner in dict.fromkeys(r["partner"] for r in sec["by_n"]):
+        pts = [r for r in sec["by_n"] if r["partner"] == partner]
+        k = [r["effective_n"] for r in pts]
+        line, = ax2.plot(k, [r["bits_partner"] for r in pts], "o--", label=f"{pts[0]['label']}")
+        ax2.plot(k, [r["bits_mixture"] for r in pts], "o-", color=line.get_color(), label=f"∞-gram + {pts[0]['label']}")
+    ax2.set_ylabel("bits per token")
+    ax2.legend(fontsize=7, loc="best")
+    ax.set_title("n → ∞: how long a history the training text supports")
+    return _png(fig)
+
+
 def attention_labels(att: dict) -> list:
     """The attention view's token labels, the first one ``<s>``: the Transformer reads the passage
     after the sentence-start symbol, whose id is the one ``</s>`` has (results.json may name it so)."""
@@ -202,6 +227,7 @@ PLOTS = {
     "count_spectrum": count_spectrum,
     "learning_curves": learning_curves,
     "interpolation": interpolation,
+    "effective_n": effective_n,
     "attention": attention_static,
 }
 

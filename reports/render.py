@@ -26,6 +26,7 @@ PLOT_TITLES = {
     "count_spectrum": "Count of counts",
     "learning_curves": "Learning curves",
     "interpolation": "Interpolation weight",
+    "effective_n": "n → ∞: effective n",
     "attention": "Transformer attention (static)",
 }
 
@@ -239,7 +240,26 @@ def build_context(results: dict) -> dict:
         "nn_test": _component(results, r["components"][1], "test"),
     } for r in interp]
     timing = results.get("timing") or {}
+    sec = results.get("infini")
+    infini = None
+    if sec:
+        total = max(1, sum(sec["effective_n_hist"]))
+        infini = {
+            "mean_n": fmt_fixed(sec["mean_effective_n"], 2), "max_n": sec["max_effective_n"],
+            "zero": fmt_share(sec["zero_share"]), "sparse": fmt_share(sec["sparse_share"]),
+            "sparse_correct": "–" if sec["sparse_correct"] is None else fmt_share(sec["sparse_correct"]),
+            "bytes": fmt_fixed(sec["index_bytes_per_token"], 1), "tokens": f"{sec['index_tokens']:,}",
+            "rows": [{"label": r["label"], "lam_s": fmt_fixed(r["lambdas"]["sparse"], 2),
+                      "lam_d": fmt_fixed(r["lambdas"]["dense"], 2), "partner_valid": fmt_ppl(r["partner_valid"]),
+                      "partner_test": fmt_ppl(r["partner_test"]), "valid": fmt_ppl(r["valid"]),
+                      "test": fmt_ppl(r["test"])} for r in sec["rows"]],
+            "by_n": [{"n": sec["buckets"][r["effective_n"] - 1], "label": r["label"], "tokens": f"{r['tokens']:,}",
+                      "share": fmt_share(r["tokens"] / total), "partner": fmt_fixed(r["bits_partner"], 2),
+                      "mixture": fmt_fixed(r["bits_mixture"], 2),
+                      "gain": fmt_fixed(r["bits_partner"] - r["bits_mixture"], 3, sign=True)} for r in sec["by_n"]],
+        }
     return {
+        "infini": infini,
         "problems": problems, "r": results, "s": s, "corpus": corpus, "truth": truth, "summary": summary, "orders": orders, "grid": grid,
         "vwall": vwall, "curves": curves, "curve_fractions": [f"{100 * f:g}%" for f in lc.get("fractions", [])],
         "curve_tokens": curve_tokens, "interp": interp_rows, "passage": _passage(results.get("passage")),

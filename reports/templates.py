@@ -139,6 +139,33 @@ Passage: {{ passage.rule }} (test sentences {{ passage.sentences[0] + 1 }}–{{ 
 No Transformer in this run.
 {% endif %}
 
+## 7. n → ∞: the ∞-gram
+{% if infini %}
+
+The ∞-gram (Liu et al., 2024) drops the fixed n: at every test token it uses the longest history that occurs in the training text ({{ infini.tokens }} tokens indexed in a suffix array, {{ infini.bytes }} bytes a token). Mean effective n on test: **{{ infini.mean_n }}** (longest: {{ infini.max_n }}). Alone it gives zero probability to {{ infini.zero }} of test tokens (the history was seen, never followed by the word), so it is mixed: one weight where its estimate is sparse (one continuation seen: {{ infini.sparse }} of tokens, right {{ infini.sparse_correct }} of the time), one elsewhere, tuned on valid.
+
+| mixture | λ sparse / dense | valid ppl: partner / mixed | test ppl: partner / mixed |
+|---|---:|---:|---:|
+{% for r in infini.rows %}
+| {{ r.label }} | {{ r.lam_s }} / {{ r.lam_d }} | {{ r.partner_valid }} / **{{ r.valid }}** | {{ r.partner_test }} / **{{ r.test }}** |
+{% endfor %}
+
+Bits per test token by effective n (gain > 0: the ∞-gram helps its partner there):
+
+| effective n | partner | tokens | share | bits: partner | bits: with ∞-gram | gain |
+|---|---|---:|---:|---:|---:|---:|
+{% for r in infini.by_n %}
+| {{ r.n }} | {{ r.label }} | {{ r.tokens }} | {{ r.share }} | {{ r.partner }} | {{ r.mixture }} | {{ r.gain }} |
+{% endfor %}
+{% if plots.effective_n %}
+
+![{{ plots.effective_n.title }}]({{ plots.effective_n.file }})
+{% endif %}
+{% else %}
+
+No ∞-gram: it needs the compiled extension (see `docs/kenlm.md`) and a model to mix it with.
+{% endif %}
+
 ## Normalising across tokenizations
 
 With log2P the total log2 probability a model gives the test text's N predicted tokens: bits per token = −log2P / N (perplexity = 2^bits per token), bits per character = −log2P / C and bits per word = −log2P / W, where C counts the characters of the detokenized test text with one newline per sentence (the character a sentence end stands for) and W its whitespace-separated words. Here C = {{ "{:,}".format(sizes.test.chars) }} and W = {{ "{:,}".format(sizes.test.words) }} for N = {{ "{:,}".format(sizes.test.tokens) }}. All models above share one tokenization, so the three columns rank them identically; bits per character or per word compare models that cut the same text differently.
@@ -274,6 +301,20 @@ Rows, top to bottom: {% for t in passage.totals %}<b>{{ t.label }}</b> ({{ t.tot
 <svg id="att-heatmap" xmlns="http://www.w3.org/2000/svg"></svg>
 <script type="application/json" id="attention-data">{{ attention|tojson_safe }}</script>
 {% else %}<p>No Transformer in this run.</p>{% endif %}
+
+<h2 id="infini">7. n → ∞: the ∞-gram</h2>
+{% if infini %}
+<p>The ∞-gram (Liu et al., 2024) drops the fixed n: at every test token it uses the longest history that occurs in the training text ({{ infini.tokens }} tokens indexed in a suffix array, {{ infini.bytes }} bytes a token). Mean effective n on test: <b>{{ infini.mean_n }}</b> (longest: {{ infini.max_n }}). Alone it gives zero probability to {{ infini.zero }} of test tokens, so it is mixed: one weight where its estimate is sparse ({{ infini.sparse }} of tokens, right {{ infini.sparse_correct }} of the time), one elsewhere, tuned on valid.</p>
+<table id="infini-table">
+<tr><th>mixture</th><th>λ sparse / dense</th><th>valid ppl: partner / mixed</th><th>test ppl: partner / mixed</th></tr>
+{% for r in infini.rows %}<tr><td>{{ r.label }}</td><td class="num">{{ r.lam_s }} / {{ r.lam_d }}</td><td class="num">{{ r.partner_valid }} / <b>{{ r.valid }}</b></td><td class="num">{{ r.partner_test }} / <b>{{ r.test }}</b></td></tr>
+{% endfor %}</table>
+<table id="infini-by-n">
+<tr><th>effective n</th><th>partner</th><th>tokens</th><th>share</th><th>bits: partner</th><th>bits: with ∞-gram</th><th>gain</th></tr>
+{% for r in infini.by_n %}<tr><td>{{ r.n }}</td><td>{{ r.label }}</td><td class="num">{{ r.tokens }}</td><td class="num">{{ r.share }}</td><td class="num">{{ r.partner }}</td><td class="num">{{ r.mixture }}</td><td class="num">{{ r.gain }}</td></tr>
+{% endfor %}</table>
+{% if plots.effective_n %}<figure><img id="plot-effective_n" alt="{{ plots.effective_n.title }}" src="data:image/png;base64,{{ plots.effective_n.b64 }}"></figure>{% endif %}
+{% else %}<p>No ∞-gram: it needs the compiled extension and a model to mix it with.</p>{% endif %}
 
 <h2 id="normalisation">Normalising across tokenizations</h2>
 <p>With log<sub>2</sub>P the total log<sub>2</sub> probability a model gives the N predicted tokens of the test text: bits per token = −log<sub>2</sub>P / N (perplexity = 2<sup>bits per token</sup>), bits per character = −log<sub>2</sub>P / C, bits per word = −log<sub>2</sub>P / W, where C counts the characters of the detokenized test text with one newline per sentence (the character a sentence end stands for) and W its whitespace-separated words. Here C = {{ "{:,}".format(sizes.test.chars) }}, W = {{ "{:,}".format(sizes.test.words) }}, N = {{ "{:,}".format(sizes.test.tokens) }}. All models above share one tokenization, so the three columns rank them alike; bits per character or per word compare models that cut the same text differently.</p>

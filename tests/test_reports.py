@@ -547,9 +547,10 @@ def test_html_is_self_contained(quick_run):
     out, res, _, _ = quick_run
     html = (out / "report.html").read_text()
     for needle in ('id="results-table"', 'id="vwall-table"', 'id="order-table"', 'id="curve-table"',
-                   'id="interp-table"', 'id="surprisal-view"', 'id="attention-data"'):
+                   'id="interp-table"', 'id="surprisal-view"', 'id="attention-data"', 'id="infini-table"',
+                   'id="infini-by-n"', 'id="plot-effective_n"'):
         assert needle in html
-    assert html.count('src="data:image/png;base64,') == 5
+    assert html.count('src="data:image/png;base64,') == 6
     assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "").replace(
         '"http://www.w3.org/2000/svg"', "")
     assert "https://" not in html
@@ -601,3 +602,19 @@ def test_report_in_headless_chromium(quick_run, tmp_path):
                                                                   url], capture_output=True, text=True, timeout=90)
     assert run.returncode == 0, run.stderr[-2000:]
     assert shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 50_000
+
+
+def test_the_infini_section_mixes_with_every_partner_and_never_loses_on_valid(quick_run):
+    out, res, _, _ = quick_run
+    sec = res["infini"]
+    assert sec is not None and sec["index_bytes_per_token"] <= 6.0
+    assert sum(sec["effective_n_hist"]) == res["corpus"]["sizes"]["test"]["tokens"]
+    partners = {r["components"][1] for r in sec["rows"]}
+    assert len(partners) == len(sec["rows"]) >= 2  # the best n-gram model and the neural model(s)
+    for r in sec["rows"]:
+        # lambda = 0 (the partner alone) is among the tuned candidates: the mixture is never worse on valid
+        assert r["valid"]["ppl"] <= r["partner_valid"]["ppl"] * (1 + 1e-9)
+        assert 0 <= r["lambdas"]["sparse"] < 1 and 0 <= r["lambdas"]["dense"] < 1
+    assert {b["partner"] for b in sec["by_n"]} == partners
+    md = (out / "report.md").read_text()
+    assert "## 7. n → ∞: the ∞-gram" in md and "∞-gram + " in md
