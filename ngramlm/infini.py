@@ -79,19 +79,53 @@ class InfiniIndex:
     # ------------------------------------------------------------------ building and files
     @classmethod
     def build(cls, text: EncodedText, vocab: Vocab, *, source: str = "") -> "InfiniIndex":
+        tokens, _ = padded_stream(text)
+        dtype = np.uint16 if len(vocab) <= np.iinfo(np.uint16).max + 1 else np.uint32
+        return cls._from_padded(tokens.astype(dtype), vocab, n_sentences=text.n_sentences, source=source)
+
+    @classmethod
+    def build_from_files(cls, paths: Sequence, *, tokenizer=None, min_count: int = 1, unk_token: str = "<unk>",
+                         keep_empty: bool = True, temp_dir: Optional[os.PathLike | str] = None,
+                         progress=None) -> "InfiniIndex":
+        """Index text files (plain or gzip) without holding their sentences: the text is tokenized
+        once into a spilled id stream (as ``train --memory`` does), and only the token array and the
+        suffix array are ever in memory."""
+        from corpora.tokenize import TokenizerSpec, make_tokenizer
+
+        from .streaming import TempFolder, spool_ids
+
+        spec = tokenizer or TokenizerSpec()
+        say = progress or (lambda msg: None)
+        with TempFolder(temp_dir) as folder:
+            say("tokenizing (ids spilled to the temp folder)")
+            spool, words, freq = spool_ids([os.fspath(p) for p in paths], make_tokenizer(spec), folder,
+                                           plain=spec == TokenizerSpec(), keep_empty=keep_empty)
+            vocab = Vocab(tokenizer=spec, min_count=min_count, unk_token=unk_token).fit_counts(
+                dict(zip(words[1:], freq[1:].tolist())))
+            remap = np.fromiter((vocab.stoi_.get(w, UNK_ID) for w in words), dtype=np.int64, count=len(words))
+            remap[0] = EOS_ID
+            raw = np.fromfile(spool, dtype=np.int32)
+        dtype = np.uint16 if len(vocab) <= 65536 else np.uint32
+        ids = remap.astype(dtype)[raw]
+        del raw
+        ends = np.flatnonzero(ids == EOS_ID)
+        starts = np.concatenate([[0], ends[:-1] + 1])
+        say(f"suffix array over {len(ids) + len(starts):,} tokens")
+        return cls._from_padded(np.insert(ids, starts, np.asarray(BOS_ID, dtype=dtype)), vocab,
+                                n_sentences=len(starts), source=", ".join(map(str, paths)))
+
+    @classmethod
+    def _from_padded(cls, tokens: np.ndarray, vocab: Vocab, *, n_sentences: int, source: str) -> "InfiniIndex":
         import pydivsufsort
 
-        tokens, _ = padded_stream(text)
-        V = len(vocab)
-        dtype = np.uint16 if V <= np.iinfo(np.uint16).max + 1 else np.uint32
-        tokens = tokens.astype(dtype)
+        width = tokens.dtype.itemsize
         # Big-endian bytes sort like the token ids; suffixes at odd byte offsets are dropped.
         raw = np.ascontiguousarray(tokens.astype(tokens.dtype.newbyteorder(">"))).view(np.uint8).copy()
-        width = tokens.dtype.itemsize
         sa = pydivsufsort.divsufsort(raw)
+        del raw
         sa = sa[sa % width == 0] // width
         sa = sa.astype(np.int32 if len(tokens) < 2**31 else np.int64)
-        return cls(tokens, sa, vocab, n_sentences=text.n_sentences, source=source)
+        return cls(tokens, sa, vocab, n_sentences=n_sentences, source=source)
 
     @property
     def nbytes(self) -> int:

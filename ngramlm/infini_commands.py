@@ -22,17 +22,23 @@ def infini_group():
 
 
 @infini_group.command("build")
-@click.argument("text")
+@click.argument("texts", nargs=-1, required=True, metavar="TEXT...")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Index file to write (.npz).")
 @click.option("--split", default="train", show_default=True, help="Split of a named corpus.")
 @click.option("--vocab", "vocab_path", type=click.Path(dir_okay=False), default=None,
               help="Encode with this vocabulary file (else one is fitted on TEXT, as `train` does).")
 @click.option("--min-count", type=int, default=1, show_default=True)
+@click.option("--temp-dir", "-T", "temp_dir", type=click.Path(file_okay=False), default=None,
+              help="With --stream: where the spilled token ids go.")
+@click.option("--stream", is_flag=True,
+              help="Files too big to hold as sentences: tokenize them once into a spilled id stream "
+                   "(also chosen for several files).")
 @data_dir_option
 @json_option
 @_tokenizer_options
-def build_cmd(text, output, split, vocab_path, min_count, data_dir, as_json, tokenizer, lower, normalize):
-    """Index TEXT (a file, '-' or a corpus name) for ∞-gram queries."""
+def build_cmd(texts, output, split, vocab_path, min_count, temp_dir, stream, data_dir, as_json, tokenizer, lower,
+              normalize):
+    """Index TEXT (a file, '-' or a corpus name; or several files) for ∞-gram queries."""
     from corpora.registry import REGISTRY
     from corpora.vocab import Vocab
 
@@ -41,6 +47,16 @@ def build_cmd(text, output, split, vocab_path, min_count, data_dir, as_json, tok
     check_writable(output, what="index file")
     t0 = time.perf_counter()
     spec = _spec_from_options(tokenizer, lower, normalize)
+    if stream or len(texts) > 1:
+        if vocab_path:
+            raise click.UsageError("--vocab and --stream together are not supported: drop one")
+        index = InfiniIndex.build_from_files(list(texts), tokenizer=spec, min_count=min_count, temp_dir=temp_dir,
+                                             progress=lambda m: click.echo(f"    {m}", err=True))
+        seconds = time.perf_counter() - t0
+        index.save(output)
+        _report_build(index, output, ", ".join(texts), seconds, t0, as_json)
+        return
+    text = texts[0]
     sents, used_spec, where = load_sentences(text, split=split, data_dir=data_dir, tokenizer_spec=spec)
     if vocab_path:
         vocab = Vocab.load(vocab_path)
@@ -55,6 +71,11 @@ def build_cmd(text, output, split, vocab_path, min_count, data_dir, as_json, tok
     index = InfiniIndex.build(enc, vocab, source=where)
     seconds = time.perf_counter() - t1
     index.save(output)
+    _report_build(index, output, where, seconds, t0, as_json)
+
+
+def _report_build(index, output, where, seconds, t0, as_json) -> None:
+    vocab = index.vocab
     info = {"index": output, "text": where, "tokens": int(len(index.tokens)), "types": vocab.n_types,
             "bytes_per_token": index.nbytes / max(1, len(index.tokens)), "build_seconds": seconds,
             "seconds": time.perf_counter() - t0}

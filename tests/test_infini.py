@@ -223,3 +223,17 @@ def test_ptb_counts_equal_the_counter_up_to_order_12(shared_corpora):
         assert np.array_equal(idx.count_ids([list(map(int, g)) for g in grams[sel]]), cnt[sel]), k
     s = idx.score(ds["test"])
     assert len(s.eff_n) == 82430 and s.eff_n.min() >= 2  # PTB's vocabulary is closed: every word occurs
+
+
+def test_streamed_build_from_files_equals_the_in_memory_build(toy, tmp_path):
+    ds, idx = toy
+    lines = [" ".join(s) for s in ds.corpus.sentences("train")]
+    (tmp_path / "a.txt").write_text("\n".join(lines[:500]) + "\n", encoding="utf-8")
+    (tmp_path / "b.txt").write_text("\n".join(lines[500:]) + "\n", encoding="utf-8")
+    streamed = InfiniIndex.build_from_files([tmp_path / "a.txt", tmp_path / "b.txt"], temp_dir=tmp_path / "tmp")
+    assert streamed.vocab.itos_[4:] == sorted(streamed.vocab.itos_[4:], key=lambda w: (-streamed.vocab.counts_[w], w))
+    vocab = Vocab().fit([s.split() for s in lines])
+    ref = InfiniIndex.build(vocab.encode_sentences([s.split() for s in lines]), vocab)
+    assert streamed.vocab.itos_ == ref.vocab.itos_
+    assert np.array_equal(streamed.tokens, ref.tokens) and np.array_equal(streamed.sa, ref.sa)
+    assert streamed.n_sentences == ref.n_sentences and not any((tmp_path / "tmp").iterdir())
