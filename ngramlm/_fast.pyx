@@ -387,6 +387,33 @@ cdef inline int _fmt(double x, char* out) noexcept nogil:
     return snprintf(out, 32, b"%.7g", x)
 
 
+cdef enum:
+    FMT_SLOTS = 1 << 16
+
+
+cdef struct _FmtSlot:
+    uint64_t bits
+    int n
+    char text[28]
+
+
+cdef inline int _fmt_cached(double x, char* out, _FmtSlot* cache) noexcept nogil:
+    """``_fmt`` through a direct-mapped cache keyed by the double's bits: back-off weights repeat
+    almost always, probabilities about half the time, and snprintf is most of the writer's time."""
+    cdef uint64_t bits
+    memcpy(&bits, &x, 8)
+    cdef _FmtSlot* s = &cache[((bits * FIB) >> 48) & (FMT_SLOTS - 1)]
+    if s.n > 0 and s.bits == bits:
+        memcpy(out, s.text, s.n)
+        return s.n
+    cdef int n = _fmt(x, out)
+    if n < 28:
+        s.bits = bits
+        s.n = n
+        memcpy(s.text, out, n)
+    return n
+
+
 cdef class _Sink:
     """A growing byte buffer flushed to a Python file object in chunks."""
 
@@ -439,6 +466,21 @@ def write_section(fh, int k, list keys, const double[:] lp, object bo, list word
     for i in range(nw):
         off[i + 1] = off[i] + PyBytes_GET_SIZE(words[i])
     cdef _Sink sink = _Sink(fh, 1 << 20)
+    cdef _FmtSlot* cache = <_FmtSlot*>malloc(FMT_SLOTS * sizeof(_FmtSlot))
+    if cache == NULL:
+        raise MemoryError()
+    memset(cache, 0, FMT_SLOTS * sizeof(_FmtSlot))
+    try:
+        _write_rows(sink, cache, k, n, skip, kp, lp, bov if has_bo else lp, has_bo, off, wb, V)
+    finally:
+        free(cache)
+    sink.flush()
+
+
+cdef int _write_rows(_Sink sink, _FmtSlot* cache, int k, Py_ssize_t n, int64_t skip, const int64_t** kp,
+                     const double[:] lp, const double[:] bov, bint has_bo, int64_t[:] off, const char* wb,
+                     int64_t V) except -1:
+    cdef Py_ssize_t r
     cdef int64_t path[MAX_ORDER]
     cdef int64_t key, row
     cdef int j, m
@@ -465,7 +507,7 @@ def write_section(fh, int k, list keys, const double[:] lp, object bo, list word
                 if sink.buf == NULL:
                     raise MemoryError()
                 sink.cap = need
-        m = _fmt(lp[r], num)
+        m = _fmt_cached(lp[r], num, cache)
         memcpy(sink.buf + sink.n, num, m)
         sink.n += m
         for j in range(k):
@@ -477,12 +519,12 @@ def write_section(fh, int k, list keys, const double[:] lp, object bo, list word
         if has_bo:
             sink.buf[sink.n] = b'\t'
             sink.n += 1
-            m = _fmt(bov[r], num)
+            m = _fmt_cached(bov[r], num, cache)
             memcpy(sink.buf + sink.n, num, m)
             sink.n += m
         sink.buf[sink.n] = b'\n'
         sink.n += 1
-    sink.flush()
+    return 0
 
 
 # ----------------------------------------------------------------------------- hash tables + state API
