@@ -117,6 +117,26 @@ cdef inline bint _digit(char c) noexcept nogil:
     return c >= b'0' and c <= b'9'
 
 
+cdef inline const char* _digits(const char* q, const char* end, uint64_t* mant, int* digits, int* exp10,
+                                bint frac, bint* any_digit) noexcept nogil:
+    """Accumulate a run of decimal digits: up to 19 significant ones into ``mant``; ``exp10`` counts
+    the places after the point (``frac``) and the integer digits past the 19th."""
+    while q < end and _digit(q[0]):
+        any_digit[0] = True
+        if mant[0] or q[0] != b'0':
+            if digits[0] < 19:
+                mant[0] = mant[0] * 10 + <uint64_t>(q[0] - 48)
+                if frac:
+                    exp10[0] -= 1
+            elif not frac:
+                exp10[0] += 1
+            digits[0] += 1
+        elif frac:  # a leading zero after the point
+            exp10[0] -= 1
+        q += 1
+    return q
+
+
 cdef inline const char* _number(const char* p, const char* end, double* out) noexcept nogil:
     """Parse one decimal number ending at a separator or line end; NULL if it is not one.
 
@@ -135,27 +155,9 @@ cdef inline const char* _number(const char* p, const char* end, double* out) noe
     if q < end and (q[0] == b'-' or q[0] == b'+'):
         neg = q[0] == b'-'
         q += 1
-    while q < end and _digit(q[0]):
-        any_digit = True
-        if mant or q[0] != b'0':
-            if digits < 19:
-                mant = mant * 10 + <uint64_t>(q[0] - 48)
-            else:
-                exp10 += 1
-            digits += 1
-        q += 1
+    q = _digits(q, end, &mant, &digits, &exp10, False, &any_digit)
     if q < end and q[0] == b'.':
-        q += 1
-        while q < end and _digit(q[0]):
-            any_digit = True
-            if mant or q[0] != b'0':
-                if digits < 19:
-                    mant = mant * 10 + <uint64_t>(q[0] - 48)
-                    exp10 -= 1
-                digits += 1
-            else:
-                exp10 -= 1
-            q += 1
+        q = _digits(q + 1, end, &mant, &digits, &exp10, True, &any_digit)
     if not any_digit:
         return NULL
     if q < end and (q[0] == b'e' or q[0] == b'E'):

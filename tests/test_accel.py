@@ -227,3 +227,25 @@ def test_fallback_paths_give_the_same_scores(toy, tmp_path):
                          text=True, check=True, env=dict(os.environ, NGRAMLM_NO_EXT="1")).stdout.strip()
     assert float(got) == Model(path).score("the cat sat on the mat")
     assert out.read_bytes() == path.read_bytes()
+
+
+@needs_ext
+def test_compiled_number_parsing_gives_pythons_doubles():
+    """Clinger's fast path and the strtod fallback against float() on awkward spellings."""
+    rng = np.random.default_rng(7)
+    vals = -np.abs(np.concatenate([rng.standard_normal(300) * 10.0 ** rng.integers(-12, 6, 300),
+                                   [0.0, 1e-22, 1e-23, 123456789012345678.0, 0.1, 1 / 3, 5e-324]]))
+    spellings = []
+    for i, v in enumerate(vals):
+        fmt = ["%.7g", "%.17g", "%e", "%.3f", "%.15g", "%.20f"][i % 6]
+        spellings.append(fmt % v)
+    spellings += ["-0", "-.5", "-5.", "-0.000", "-1E-5", "-1e+2", "-00012.50", "-123456789012345678901234"]
+    words = [f"w{i}" for i in range(len(spellings))]
+    text = "\\data\\\nngram 1=%d\n\n\\1-grams:\n" % (len(words) + 2)
+    text += "-1\t</s>\n-99\t<s>\n" + "".join(f"{s}\t{w}\n" for s, w in zip(spellings, words)) + "\n\\end\\\n"
+    raw = text.encode()
+    fast, careful = _read_arpa_fast(raw, "n.arpa"), _read_arpa_careful(raw, "n.arpa")
+    assert fast is not None
+    _same_tables(fast, careful)
+    ids = [fast.vocab.stoi_[w] for w in words]
+    assert [float(x) for x in fast.log10_prob[0][ids]] == [float(s) for s in spellings]

@@ -37,16 +37,20 @@ def _brute_count(stream: np.ndarray, pat) -> int:
     return int(np.all(win == np.asarray(pat), axis=1).sum())
 
 
-def test_counts_equal_the_ngram_counter_for_every_order_up_to_12(toy):
-    ds, idx = toy
-    counts = NgramCounts.from_encoded(ds["train"], order=12, vocab_size=len(ds.vocab))
+def _check_counts_up_to_12(idx, train, V: int, per_order: int) -> None:
+    """A random sample of every order's n-grams: the index counts them as the n-gram counter does."""
+    counts = NgramCounts.from_encoded(train, order=12, vocab_size=V)
     rng = np.random.default_rng(0)
     for k in range(1, 13):
         grams, cnt = counts.ngrams(k), counts.tables[k - 1].count
         nz = np.flatnonzero(cnt)
-        sel = rng.choice(nz, min(300, len(nz)), replace=False)
-        got = idx.count_ids([list(map(int, g)) for g in grams[sel]])
-        assert np.array_equal(got, cnt[sel]), k
+        sel = rng.choice(nz, min(per_order, len(nz)), replace=False)
+        assert np.array_equal(idx.count_ids([list(map(int, g)) for g in grams[sel]]), cnt[sel]), k
+
+
+def test_counts_equal_the_ngram_counter_for_every_order_up_to_12(toy):
+    ds, idx = toy
+    _check_counts_up_to_12(idx, ds["train"], len(ds.vocab), 300)
 
 
 def test_counts_equal_a_brute_force_scan_including_absent_and_boundary_patterns(toy):
@@ -214,13 +218,7 @@ def test_ptb_counts_equal_the_counter_up_to_order_12(shared_corpora):
 
     ds = prepare(load_corpus("ptb", data_dir=str(shared_corpora)))
     idx = InfiniIndex.build(ds["train"], ds.vocab)
-    counts = NgramCounts.from_encoded(ds["train"], order=12, vocab_size=len(ds.vocab))
-    rng = np.random.default_rng(0)
-    for k in range(1, 13):
-        grams, cnt = counts.ngrams(k), counts.tables[k - 1].count
-        nz = np.flatnonzero(cnt)
-        sel = rng.choice(nz, min(2000, len(nz)), replace=False)
-        assert np.array_equal(idx.count_ids([list(map(int, g)) for g in grams[sel]]), cnt[sel]), k
+    _check_counts_up_to_12(idx, ds["train"], len(ds.vocab), 2000)
     s = idx.score(ds["test"])
     assert len(s.eff_n) == 82430 and s.eff_n.min() >= 2  # PTB's vocabulary is closed: every word occurs
 
