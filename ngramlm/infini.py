@@ -241,6 +241,35 @@ class InfiniIndex:
         return InfiniScores(eff_n=eff.astype(np.int64) + 1, cnt_h=ch, cnt_hw=chw, sparse=one.astype(bool))
 
 
+    def accuracy_by_n(self, text: EncodedText, scores: Optional[InfiniScores] = None, *, buckets: int = 10,
+                      per_bucket: int = 5000, seed: int = 0) -> list:
+        """Next-token accuracy of the ∞-gram by effective n: is the word the most frequent continuation of
+        h' in the training text?  Estimated on up to ``per_bucket`` random positions per effective n
+        (the last bucket is ``buckets`` and more); rows ``{"effective_n", "positions", "sampled",
+        "accuracy"}``."""
+        s = scores if scores is not None else self.score(text)
+        tokens, pos = padded_stream(text)
+        t_pred = np.flatnonzero(pos > 0)
+        eff = np.minimum(s.eff_n, buckets)
+        rng = np.random.default_rng(seed)
+        rows = []
+        for k in range(1, buckets + 1):
+            idx = np.flatnonzero(eff == k)
+            if not len(idx):
+                continue
+            pick = rng.choice(idx, min(per_bucket, len(idx)), replace=False)
+            right = 0
+            for j in pick:
+                t = t_pred[j]
+                L = int(s.eff_n[j]) - 1
+                nxt = self.next_counts(tokens[t - L:t].tolist())
+                nxt[BOS_ID] = 0  # never a continuation of a history (nor predicted)
+                right += int(np.argmax(nxt) == tokens[t])
+            rows.append({"effective_n": k, "positions": int(len(idx)), "sampled": int(len(pick)),
+                         "accuracy": right / len(pick)})
+        return rows
+
+
 # ----------------------------------------------------------------------------- mixtures
 def mix_log10(log10_a: np.ndarray, log10_b: np.ndarray, lam) -> np.ndarray:
     """log10 of lam * 10**a + (1 - lam) * 10**b, token by token (``lam`` a number or an array)."""

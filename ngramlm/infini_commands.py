@@ -145,7 +145,8 @@ def ppl_cmd(index_path, text, split, mix_path, tune_on, max_n, data_dir, as_json
     out = {"index": index_path, "text": where, "tokens": n, "mean_effective_n": float(s.eff_n.mean()),
            "effective_n_counts": np.bincount(s.eff_n).tolist(), "zero_probability_share": float(zero.mean()),
            "sparse_share": float(s.sparse.mean()),
-           "accuracy_where_sparse": float((s.cnt_hw[s.sparse] == s.cnt_h[s.sparse]).mean()) if s.sparse.any() else None}
+           "accuracy_where_sparse": float((s.cnt_hw[s.sparse] == s.cnt_h[s.sparse]).mean()) if s.sparse.any() else None,
+           "accuracy_by_effective_n": index.accuracy_by_n(enc, s)}
     if mix_path:
         h_sents, _, _ = load_sentences(tune_on if text not in _registry() or tune_on not in ("valid", "test", "train")
                                        else text, split=tune_on, data_dir=data_dir, tokenizer_spec=spec)

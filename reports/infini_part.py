@@ -54,6 +54,7 @@ def infini_section(data, partners: list, arrays: dict) -> Optional[dict]:
             by_n.append({"partner": p["id"], "label": p["label"], "effective_n": k, "tokens": int(m.sum()),
                          "bits_partner": float(-a["test"][m].mean()), "bits_mixture": float(-mixed["test"][m].mean())})
     hist = np.bincount(eff, minlength=BUCKETS + 1)[1:]
+    accuracy = idx.accuracy_by_n(data["test"], test, buckets=BUCKETS)
     return {
         "index_tokens": int(len(idx.tokens)), "index_bytes_per_token": idx.nbytes / max(1, len(idx.tokens)),
         "mean_effective_n": float(test.eff_n.mean()), "max_effective_n": int(test.eff_n.max()),
@@ -61,5 +62,5 @@ def infini_section(data, partners: list, arrays: dict) -> Optional[dict]:
         "zero_share": float((test.cnt_hw == 0).mean()), "sparse_share": float(test.sparse.mean()),
         "sparse_correct": float((test.cnt_hw[test.sparse] == test.cnt_h[test.sparse]).mean())
         if test.sparse.any() else None,
-        "rows": rows, "by_n": by_n,
+        "rows": rows, "by_n": by_n, "accuracy_by_n": accuracy,
     }, new_arrays

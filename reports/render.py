@@ -257,6 +257,9 @@ def build_context(results: dict) -> dict:
                       "share": fmt_share(r["tokens"] / total), "partner": fmt_fixed(r["bits_partner"], 2),
                       "mixture": fmt_fixed(r["bits_mixture"], 2),
                       "gain": fmt_fixed(r["bits_partner"] - r["bits_mixture"], 3, sign=True)} for r in sec["by_n"]],
+            "accuracy": [{"n": sec["buckets"][r["effective_n"] - 1], "positions": f"{r['positions']:,}",
+                          "sampled": f"{r['sampled']:,}", "accuracy": fmt_share(r["accuracy"])}
+                         for r in sec.get("accuracy_by_n", [])],
         }
     return {
         "infini": infini,

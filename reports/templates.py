@@ -157,6 +157,14 @@ Bits per test token by effective n (gain > 0: the ∞-gram helps its partner the
 {% for r in infini.by_n %}
 | {{ r.n }} | {{ r.label }} | {{ r.tokens }} | {{ r.share }} | {{ r.partner }} | {{ r.mixture }} | {{ r.gain }} |
 {% endfor %}
+
+The ∞-gram's own next-token accuracy (is the word the most frequent continuation of h'?) by effective n:
+
+| effective n | test tokens | sampled | accuracy |
+|---|---:|---:|---:|
+{% for r in infini.accuracy %}
+| {{ r.n }} | {{ r.positions }} | {{ r.sampled }} | {{ r.accuracy }} |
+{% endfor %}
 {% if plots.effective_n %}
 
 ![{{ plots.effective_n.title }}]({{ plots.effective_n.file }})
@@ -312,6 +320,10 @@ Rows, top to bottom: {% for t in passage.totals %}<b>{{ t.label }}</b> ({{ t.tot
 <table id="infini-by-n">
 <tr><th>effective n</th><th>partner</th><th>tokens</th><th>share</th><th>bits: partner</th><th>bits: with ∞-gram</th><th>gain</th></tr>
 {% for r in infini.by_n %}<tr><td>{{ r.n }}</td><td>{{ r.label }}</td><td class="num">{{ r.tokens }}</td><td class="num">{{ r.share }}</td><td class="num">{{ r.partner }}</td><td class="num">{{ r.mixture }}</td><td class="num">{{ r.gain }}</td></tr>
+{% endfor %}</table>
+<table id="infini-accuracy">
+<tr><th>effective n</th><th>test tokens</th><th>sampled</th><th>∞-gram next-token accuracy</th></tr>
+{% for r in infini.accuracy %}<tr><td>{{ r.n }}</td><td class="num">{{ r.positions }}</td><td class="num">{{ r.sampled }}</td><td class="num">{{ r.accuracy }}</td></tr>
 {% endfor %}</table>
 {% if plots.effective_n %}<figure><img id="plot-effective_n" alt="{{ plots.effective_n.title }}" src="data:image/png;base64,{{ plots.effective_n.b64 }}"></figure>{% endif %}
 {% else %}<p>No ∞-gram: it needs the compiled extension and a model to mix it with.</p>{% endif %}

@@ -10,7 +10,7 @@ import pytest
 
 from corpora import Vocab
 from corpora.errors import InputError
-from corpora.vocab import BOS_ID, EOS_ID
+from corpora.vocab import BOS_ID, EOS_ID, EncodedText
 from ngramlm import NgramCounts, NgramLM, accel
 from ngramlm.counts import padded_stream
 from ngramlm.infini import InfiniIndex, mix_log10, mixture_log10, tune_lambdas
@@ -235,3 +235,26 @@ def test_streamed_build_from_files_equals_the_in_memory_build(toy, tmp_path):
     assert streamed.vocab.itos_ == ref.vocab.itos_
     assert np.array_equal(streamed.tokens, ref.tokens) and np.array_equal(streamed.sa, ref.sa)
     assert streamed.n_sentences == ref.n_sentences and not any((tmp_path / "tmp").iterdir())
+
+
+def test_accuracy_by_effective_n_is_the_argmax_of_the_continuation_counts(toy):
+    ds, idx = toy
+    stream, _ = padded_stream(ds["train"])
+    te = ds["test"]
+    sub = EncodedText(te.ids[: te.starts[40]], te.starts[:41])  # 40 test sentences, every position
+    s = idx.score(sub)
+    rows = idx.accuracy_by_n(sub, s, per_bucket=10_000)
+    assert sum(r["positions"] for r in rows) == len(s.eff_n) and all(r["sampled"] == r["positions"] for r in rows)
+    toks, pos = padded_stream(sub)
+    right: dict = {}
+    for j, t in enumerate(np.flatnonzero(pos > 0)):  # brute force: the most frequent continuation of h'
+        L = int(s.eff_n[j]) - 1
+        if L:
+            win = np.lib.stride_tricks.sliding_window_view(stream[:-1], L)
+            nxt = stream[L:][np.all(win == toks[t - L:t], axis=1)]
+        else:
+            nxt = stream
+        c = np.bincount(nxt, minlength=len(ds.vocab))
+        c[BOS_ID] = 0
+        right.setdefault(min(int(s.eff_n[j]), 10), []).append(int(np.argmax(c) == toks[t]))
+    assert {r["effective_n"]: r["accuracy"] for r in rows} == {k: sum(v) / len(v) for k, v in right.items()}
