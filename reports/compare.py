@@ -335,8 +335,10 @@ class Run:
         """Normalised rates and the distance above the floor, for every row with a test score."""
         d = self.data
         truth = d.truth.get("test")
-        for family in ("ngram", "neural", "interpolation"):
-            for r in self.results.get(family, []):
+        groups = [self.results.get(f) or [] for f in ("ngram", "neural", "interpolation")]
+        groups.append((self.results.get("infini") or {}).get("rows") or [])  # the ∞-gram's mixtures
+        for rows in groups:
+            for r in rows:
                 t = r.get("test")
                 if t:
                     r["test_normalised"] = analysis.normalise(t["log2prob"] if t["ppl"] is not None else None,

@@ -32,7 +32,11 @@ def infini_section(data, partners: list, arrays: dict) -> Optional[dict]:
 
     if accel.fast is None:
         return None
+    import time
+
+    t0 = time.perf_counter()
     idx = InfiniIndex.build(data["train"], data.vocab)
+    build_seconds = time.perf_counter() - t0
     sc = {split: idx.score(data[split]) for split in ("valid", "test")}
     test = sc["test"]
     eff = np.minimum(test.eff_n, BUCKETS)
@@ -43,6 +47,7 @@ def infini_section(data, partners: list, arrays: dict) -> Optional[dict]:
         mixed = {split: mixture_log10(sc[split], a[split] * LOG10_2, lam) / LOG10_2 for split in ("valid", "test")}
         rid = f"infini+{p['id']}"
         rows.append({"id": rid, "family": "infini", "model": "infini", "label": f"∞-gram + {p['label']}",
+                     "size": None, "train_seconds": None, "note": f"λ sparse {lam[0]:.2f}, dense {lam[1]:.2f}",
                      "components": ["infini", p["id"]], "lambdas": {"sparse": lam[0], "dense": lam[1]},
                      "partner_valid": p["valid"], "partner_test": p["test"],
                      "valid": _score(mixed["valid"]), "test": _score(mixed["test"]), "is_distribution": True})
@@ -55,7 +60,13 @@ def infini_section(data, partners: list, arrays: dict) -> Optional[dict]:
                          "bits_partner": float(-a["test"][m].mean()), "bits_mixture": float(-mixed["test"][m].mean())})
     hist = np.bincount(eff, minlength=BUCKETS + 1)[1:]
     accuracy = idx.accuracy_by_n(data["test"], test, buckets=BUCKETS)
+    alone = {"id": "infini", "family": "infini", "model": "infini", "label": "∞-gram (alone)",
+             "size": int(len(idx.tokens)), "size_unit": "indexed tokens", "train_seconds": build_seconds,
+             "is_distribution": False, "note": "zero wherever the longest matching history never saw the word",
+             **{split: {"tokens": len(x.eff_n), "zero_probs": int((x.cnt_hw == 0).sum()), "ppl": None,
+                        "log2prob": None} for split, x in sc.items()}}
     return {
+        "alone": alone,
         "index_tokens": int(len(idx.tokens)), "index_bytes_per_token": idx.nbytes / max(1, len(idx.tokens)),
         "mean_effective_n": float(test.eff_n.mean()), "max_effective_n": int(test.eff_n.max()),
         "effective_n_hist": hist.tolist(), "buckets": [str(k) for k in range(1, BUCKETS)] + [f"{BUCKETS}+"],

@@ -201,7 +201,10 @@ def build_context(results: dict) -> dict:
     ngram = results.get("ngram", [])
     neural = results.get("neural", [])
     interp = results.get("interpolation", [])
-    summary = [_row(r) for r in _best_per_smoother(ngram)] + [_row(r) for r in neural] + [_row(r) for r in interp]
+    sec_inf = results.get("infini") or {}
+    inf_rows = ([sec_inf["alone"]] if sec_inf.get("alone") else []) + sec_inf.get("rows", [])
+    summary = [_row(r) for r in _best_per_smoother(ngram)] + [_row(r) for r in neural] + [_row(r) for r in interp] \
+        + [_row(r) for r in inf_rows]
     orders = sorted({r["order"] for r in ngram})
     grid = []
     for model in dict.fromkeys(r["model"] for r in ngram):

@@ -618,3 +618,5 @@ def test_the_infini_section_mixes_with_every_partner_and_never_loses_on_valid(qu
     assert {b["partner"] for b in sec["by_n"]} == partners
     md = (out / "report.md").read_text()
     assert "## 7. n → ∞: the ∞-gram" in md and "∞-gram + " in md
+    results_table = md.split("## Results")[1].split("## 1.")[0]  # the ∞-gram rows are in the main table too
+    assert "| ∞-gram (alone) | ∞ | ∞ (" in results_table and results_table.count("| ∞-gram + ") == len(sec["rows"])
