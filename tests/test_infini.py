@@ -258,3 +258,34 @@ def test_accuracy_by_effective_n_is_the_argmax_of_the_continuation_counts(toy):
         c[BOS_ID] = 0
         right.setdefault(min(int(s.eff_n[j]), 10), []).append(int(np.argmax(c) == toks[t]))
     assert {r["effective_n"]: r["accuracy"] for r in rows} == {k: sum(v) / len(v) for k, v in right.items()}
+
+
+def test_mixtures_with_a_neural_model_are_distributions(toy):
+    """∞-gram + neural: the neural model's next-token distribution (ids 0-1 impossible) mixed with P∞
+    sums to one for every context, and the per-token mixture is that distribution's entry."""
+    torch = pytest.importorskip("torch")
+    from neural.config import RNNConfig
+    from neural.data import with_start
+    from neural.evaluate import token_log_probs
+    from neural.models import build_model
+
+    ds, idx = toy
+    V = len(ds.vocab)
+    model = build_model("rnn", RNNConfig(vocab_size=V, cell="lstm", emb_size=8, hidden_size=8, n_layers=1,
+                                         dropout=0.0), seed=0).eval()
+    sent = ds.corpus.sentences("test")[2]
+    enc = ds.vocab.encode_sentences([sent])
+    s = idx.score(enc)
+    nn_log10 = token_log_probs(model, enc.ids) / np.log(10)
+    lam = (0.35, 0.15)
+    mixed = mixture_log10(s, nn_log10, lam)
+    stream = with_start(enc.ids)  # the neural model reads a sentence start as the </s> before it
+    with torch.no_grad():
+        logits, _, _ = model(torch.as_tensor(np.asarray(stream[:-1]), dtype=torch.long)[None, :], None, None)
+    p_nn = torch.softmax(logits[0].double(), dim=-1).numpy()
+    for i in range(len(enc.ids)):
+        ctx = ["<s>"] + sent[:i]
+        lam_i = lam[0] if s.sparse[i] else lam[1]
+        p = lam_i * idx.next_probs(ctx) + (1 - lam_i) * p_nn[i]
+        assert abs(p.sum() - 1) < 1e-9 and p[0] == p[1] == 0
+        assert 10 ** mixed[i] == pytest.approx(p[enc.ids[i]], rel=1e-6)
