@@ -586,7 +586,7 @@ def test_report_in_headless_chromium(quick_run, tmp_path):
     assert dom.returncode == 0, dom.stderr[-2000:]
     html = dom.stdout
     assert 'id="selftest" data-result="pass"' in html, html[html.find('id="selftest"') - 20:][:400]
-    assert "figures decoded 5/5" in html
+    assert "figures decoded 6/6" in html
     T = len(res["attention"]["tokens"])
     # The self-test moved the mouse over heatmap row 1, then row T-2: the outline followed it.
     assert f"heatmap row hover 1 then {T - 2} ok" in html
