@@ -305,8 +305,8 @@ def _open_stream(path: os.PathLike | str):
     except PermissionError:
         raise InputError("permission denied", path=p, fix="make the file readable") from None
     if fh.read(2) == GZIP_MAGIC:
-        fh.seek(0)
-        return gzip.GzipFile(fileobj=fh, mode="rb")
+        fh.close()
+        return gzip.open(p, "rb")  # owns (and closes) its file
     fh.seek(0)
     return fh
 

@@ -574,6 +574,9 @@ cdef class _KeyHash:
         cdef Py_ssize_t i, n = queries.shape[0]
         out_a = np.empty(n, dtype=np.int64)
         cdef int64_t[:] out = out_a
+        if self.size == 0:  # never built: nothing to find
+            out_a[:] = -1
+            return out_a
         with nogil:
             for i in range(n):
                 out[i] = _hfind(self.keys, self.rows, self.size, queries[i]) if queries[i] >= 0 else -1
@@ -693,6 +696,7 @@ cdef class Tables:
     cdef uint64_t hsize[MAX_ORDER]
     cdef object stoi_get
     cdef int64_t unk
+    cdef int64_t sizes[MAX_ORDER]  # rows per order
 
     def __init__(self, list keys, list log10_prob, list log10_backoff, double missing, int64_t V,
                  dict stoi, int64_t unk_id, list keep):
@@ -709,6 +713,7 @@ cdef class Tables:
         self.unk = unk_id
         for k in range(self.n):
             p = np.ascontiguousarray(log10_prob[k], dtype=np.float64)
+            self.sizes[k] = p.shape[0]
             self.arrays.append(p)
             self.probs[k] = _dptr(p)
             b = np.ascontiguousarray(log10_backoff[k], dtype=np.float64) if k < len(log10_backoff) else np.zeros(0)
@@ -801,13 +806,27 @@ cdef class Tables:
         matched[0] = m
         return lp
 
+    cdef int _check(self, State s) except -1:
+        """A state made by another model (or by hand) could point past these tables: refuse it."""
+        cdef int i
+        if s.length > self.n - 1 or s.hist > self.n - 1 or s.hist < 0:
+            raise ValueError(f"this state (rows={s.rows}, hist={s.hist}) does not belong to this order-{self.n} "
+                             "model; start from BeginSentenceWrite/NullContextWrite of this model")
+        for i in range(s.length):
+            if s.r[i] < 0 or s.r[i] >= self.sizes[i]:
+                raise ValueError(f"this state (rows={s.rows}) does not belong to this model; start from "
+                                 "BeginSentenceWrite/NullContextWrite of this model")
+        return 0
+
     def base_score(self, State in_state, word, State out_state):
         cdef int m
+        self._check(in_state)
         return self._score(in_state, self.stoi_get(word, self.unk), out_state, &m)
 
     def base_full_score(self, State in_state, word, State out_state):
         """(log10 p, matched n-gram length, word id)."""
         cdef int m
+        self._check(in_state)
         cdef int64_t wid = self.stoi_get(word, self.unk)
         cdef double lp = self._score(in_state, wid, out_state, &m)
         return lp, m, wid
@@ -843,6 +862,9 @@ cdef class Tables:
 
     def score_ids(self, State in_state, int64_t wid, State out_state):
         cdef int m
+        self._check(in_state)
+        if wid < 0 or wid >= self.sizes[0]:
+            raise ValueError(f"word id {wid} is outside this model's vocabulary")
         cdef double lp = self._score(in_state, wid, out_state, &m)
         return lp, m
 
@@ -941,7 +963,7 @@ def sa_infini(const tok_t[:] tok, const sa_t[:] sa, const int64_t[:] test, const
               Py_ssize_t max_len):
     """For every test position t with pos[t] > 0 (a predicted token; pos is the position in the padded
     sentence, <s> at 0): the longest suffix h' of the history test[t-pos[t]:t] (at most ``max_len``
-    tokens, 0 = unbounded) that occurs in the index, and the counts cnt(h') and cnt(h' w).
+    tokens; negative = unbounded) that occurs in the index, and the counts cnt(h') and cnt(h' w).
 
     Returns (eff_len, cnt_h, cnt_hw, one_next) as arrays over all positions (zeros where pos == 0);
     ``one_next`` says the index has a single distinct continuation of h' (a "sparse" estimate).
@@ -968,7 +990,7 @@ def sa_infini(const tok_t[:] tok, const sa_t[:] sa, const int64_t[:] test, const
             L = prevL + 1
             if L > pos[t]:
                 L = pos[t]
-            if max_len > 0 and L > max_len:
+            if max_len >= 0 and L > max_len:
                 L = max_len
             while True:
                 lo = 0

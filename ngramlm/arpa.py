@@ -12,6 +12,7 @@ import io
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -164,6 +165,8 @@ def _write_compiled(model, path, head: str) -> None:
             bo = np.ascontiguousarray(model.log10_backoff_[k - 1], dtype=np.float64) if k < n else None
             fh.write(f"\n\\{k}-grams:\n".encode())
             accel.fast.write_section(fh, k, list(model.keys_), lp, bo, words, V, PAD_ID if k == 1 else -1)
+            if not len(lp):  # the column writer ends an empty section with its own newline: the same bytes
+                fh.write(b"\n")
         fh.write(b"\n\\end\\\n")
 
 
@@ -220,13 +223,18 @@ def _parse_section_fast(lines, a, b, k, top, expected):
     return flat, probs, bos, np.asarray(idx) + 1
 
 
+_FIELDS = re.compile(r"[ \t]+")
+
+
 def _parse_section_slow(lines, a, b, k, top, err):
     flat, probs, bos, lns = [], [], [], []
     for i in range(a, b):
-        s = lines[i].strip()
+        # Fields are separated by spaces and tabs only (as KenLM and the compiled reader split them):
+        # a word may hold any other character, a no-break space included.
+        s = lines[i].strip(" \t")
         if not s:
             continue
-        parts = s.split()
+        parts = _FIELDS.split(s)
         if len(parts) not in (k + 1, k + 2):
             raise err(f"expected log10 probability, {k} word(s) and an optional back-off, got {len(parts)} fields",
                       i + 1)
@@ -491,6 +499,10 @@ def _read_arpa_fast(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: st
         sections.append((start, end))
         pos = end
     if raw[pos:].strip() != b"\\end\\":
+        return None
+    # A line takes at least 4 bytes ("0\ta\n"): a larger declared count is wrong, and the careful
+    # parser says so -- without allocating arrays for it first.
+    if any(c > (e - a) // 4 + 1 for c, (a, e) in zip(declared, sections)):
         return None
     start, end = sections[0]
     got = fast.parse_unigrams(raw, start, end, declared[0], order == 1)

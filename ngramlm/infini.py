@@ -92,14 +92,18 @@ class InfiniIndex:
         suffix array are ever in memory."""
         from corpora.tokenize import TokenizerSpec, make_tokenizer
 
-        from .streaming import TempFolder, spool_ids
+        from .streaming import TempFolder, spool_ids, spool_stdin
 
         spec = tokenizer or TokenizerSpec()
         say = progress or (lambda msg: None)
         with TempFolder(temp_dir) as folder:
+            sources = [spool_stdin(folder) if str(p) == "-" else os.fspath(p) for p in paths]
             say("tokenizing (ids spilled to the temp folder)")
-            spool, words, freq = spool_ids([os.fspath(p) for p in paths], make_tokenizer(spec), folder,
+            spool, words, freq = spool_ids(sources, make_tokenizer(spec), folder,
                                            plain=spec == TokenizerSpec(), keep_empty=keep_empty)
+            if int(freq[1:].sum()) == 0:
+                raise InputError("the text has no tokens", path=", ".join(map(str, paths)),
+                                 fix="pass a non-empty text")
             vocab = Vocab(tokenizer=spec, min_count=min_count, unk_token=unk_token).fit_counts(
                 dict(zip(words[1:], freq[1:].tolist())))
             remap = np.fromiter((vocab.stoi_.get(w, UNK_ID) for w in words), dtype=np.int64, count=len(words))
@@ -188,8 +192,16 @@ class InfiniIndex:
         return out
 
     def count(self, ngram: Sequence[str]) -> int:
-        """How often ``ngram`` (words; ``<s>``/``</s>`` allowed) occurs in the training text."""
-        return int(self.count_ids([self._ids(ngram)])[0])
+        """How often ``ngram`` (words; ``<s>``/``</s>`` allowed) occurs in the training text.  A word the
+        vocabulary does not have never occurs (words cut off by ``--min-count`` count as ``<unk>``)."""
+        return int(self.count_words([ngram])[0])
+
+    def count_words(self, ngrams: Sequence[Sequence[str]]) -> np.ndarray:
+        known = set(self.vocab.stoi_) | {self.vocab.bos_token, self.vocab.eos_token}
+        ids = [self._ids(g) for g in ngrams]
+        out = self.count_ids(ids)
+        out[[i for i, g in enumerate(ngrams) if any(w not in known for w in g)]] = 0
+        return out
 
     def count_ids(self, ngrams: Sequence[Sequence[int]]) -> np.ndarray:
         """Occurrences of many id sequences at once (an empty one counts every token)."""
@@ -230,9 +242,11 @@ class InfiniIndex:
     def score(self, text: EncodedText, *, max_n: int = 0) -> InfiniScores:
         """The ∞-gram at every predicted token of ``text`` (encoded with this index's vocabulary).
         ``max_n`` > 0 caps the effective n (an n-gram-order sweep); 0 leaves it unbounded."""
+        if max_n < 0:
+            raise InputError(f"max_n must be >= 0 (0: unbounded), got {max_n}", fix="e.g. --max-n 5")
         tokens, pos = padded_stream(text)
         eff, ch, chw, one = _fast().sa_infini(self.tokens, self.sa, tokens.astype(np.int64), pos.astype(np.int64),
-                                              max(0, max_n - 1) if max_n else 0)
+                                              max_n - 1 if max_n else -1)
         keep = pos > 0
         eff, ch, chw, one = eff[keep], ch[keep], chw[keep], one[keep]
         # With h' empty the rows are every indexed token, <s> included, which is never predicted.

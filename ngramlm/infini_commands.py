@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
 
@@ -48,6 +49,12 @@ def build_cmd(texts, output, split, vocab_path, min_count, temp_dir, stream, dat
     t0 = time.perf_counter()
     spec = _spec_from_options(tokenizer, lower, normalize)
     if stream or len(texts) > 1:
+        from pathlib import Path
+
+        for t in texts:
+            if t != "-" and not Path(t).is_file():
+                raise click.UsageError(f"{t!r} is not a file: --stream (and several TEXTs) reads files or '-'; "
+                                       "build a named corpus without --stream")
         if vocab_path:
             raise click.UsageError("--vocab and --stream together are not supported: drop one")
         index = InfiniIndex.build_from_files(list(texts), tokenizer=spec, min_count=min_count, temp_dir=temp_dir,
@@ -96,7 +103,7 @@ def count_cmd(index_path, ngram, as_json):
 
     index = InfiniIndex.load(index_path)
     queries = [list(ngram)] if ngram else [line.split() for line in sys.stdin if line.strip()]
-    counts = index.count_ids([index._ids(q) for q in queries])
+    counts = index.count_words(queries)
     if as_json:
         click.echo(json.dumps([{"ngram": " ".join(q), "count": int(c)} for q, c in zip(queries, counts)], indent=2))
     else:
@@ -124,7 +131,7 @@ def per_token_log10(model_path: str, sents: list) -> np.ndarray:
 @click.option("--mix", "mix_path", default=None, type=click.Path(exists=True, dir_okay=False),
               help="Interpolate with this model (n-gram .npz/.arpa or neural .pt), weights tuned on --tune-on.")
 @click.option("--tune-on", default="valid", show_default=True, help="Held-out split (corpus) or file for the weights.")
-@click.option("--max-n", type=int, default=0, help="Cap the effective n (0: unbounded).")
+@click.option("--max-n", type=click.IntRange(min=0), default=0, help="Cap the effective n (0: unbounded).")
 @data_dir_option
 @json_option
 def ppl_cmd(index_path, text, split, mix_path, tune_on, max_n, data_dir, as_json):
@@ -148,6 +155,9 @@ def ppl_cmd(index_path, text, split, mix_path, tune_on, max_n, data_dir, as_json
            "accuracy_where_sparse": float((s.cnt_hw[s.sparse] == s.cnt_h[s.sparse]).mean()) if s.sparse.any() else None,
            "accuracy_by_effective_n": index.accuracy_by_n(enc, s)}
     if mix_path:
+        if text not in _registry() and tune_on in ("valid", "test", "train") and not os.path.exists(tune_on):
+            raise click.UsageError(f"--tune-on {tune_on} is a split of a named corpus; for the file {text} give a "
+                                   "held-out file: --tune-on valid.txt")
         h_sents, _, _ = load_sentences(tune_on if text not in _registry() or tune_on not in ("valid", "test", "train")
                                        else text, split=tune_on, data_dir=data_dir, tokenizer_spec=spec)
         hs = index.score(index.vocab.encode_sentences(h_sents), max_n=max_n)

@@ -249,3 +249,66 @@ def test_compiled_number_parsing_gives_pythons_doubles():
     _same_tables(fast, careful)
     ids = [fast.vocab.stoi_[w] for w in words]
     assert [float(x) for x in fast.log10_prob[0][ids]] == [float(s) for s in spellings]
+
+
+# ----------------------------------------------------------------------------- regressions found in review
+@needs_ext
+def test_a_state_of_another_model_is_refused_not_a_crash(toy):
+    _, p4 = toy[0]["mkn4"]
+    _, p3 = toy[0]["wb3"]
+    m4, m3 = Model(p4), Model(p3)
+    s, t = State(), State()
+    found = False
+    for line in toy[1]:  # a state holding three rows (a history the 4-gram model extends)
+        m4.BeginSentenceWrite(s)
+        for w in line.split():
+            m4.BaseScore(s, w, t)
+            s, t = t, s
+            if len(s.rows) == 3:
+                found = True
+                break
+        if found:
+            break
+    assert found
+    with pytest.raises(ValueError, match="does not belong"):
+        m3.BaseScore(s, "x", t)
+    bad = State()
+    bad.rows, bad.hist = (10**9,), 1
+    with pytest.raises(ValueError, match="does not belong"):
+        m4.BaseScore(bad, "x", t)
+
+
+@needs_ext
+def test_an_empty_key_index_finds_nothing():
+    assert accel.fast.KeyIndex().find_many(np.array([5, -1], dtype=np.int64)).tolist() == [-1, -1]
+
+
+@needs_ext
+def test_words_with_other_whitespace_read_the_same_either_way(tmp_path):
+    text = ("\\data\\\nngram 1=4\nngram 2=1\n\n\\1-grams:\n-1 </s> 0\n-99 <s> -0.5\n-0.5 a\u00a0b -0.25\n"
+            "-0.7 c 0\n\n\\2-grams:\n-0.1 <s> a\u00a0b\n\n\\end\\\n")
+    raw = text.encode()
+    fast, careful = _read_arpa_fast(raw, "ws.arpa"), _read_arpa_careful(raw, "ws.arpa")
+    assert fast is not None and "a\u00a0b" in fast.vocab.stoi_
+    _same_tables(fast, careful)
+
+
+def test_a_huge_declared_count_is_a_one_line_error(toy, tmp_path):
+    from corpora.errors import InputError
+
+    _, path = toy[0]["wb3"]
+    text = path.read_text(encoding="utf-8")
+    n1 = text.split("ngram 1=")[1].split("\n")[0]
+    (tmp_path / "big.arpa").write_text(text.replace(f"ngram 1={n1}", "ngram 1=100000000000000"), encoding="utf-8")
+    with pytest.raises(InputError, match="declares 100000000000000"):
+        read_arpa(tmp_path / "big.arpa")
+
+
+def test_empty_high_orders_write_the_same_bytes_either_way(tmp_path, monkeypatch):
+    enc, vocab = _tiny()
+    lm = NgramLM(order=12, smoothing="wb").fit(enc, vocab=vocab)
+    assert lm.n_ngrams_[-1] == 0  # sentences of at most 5 words: orders 8 and up are empty
+    write_arpa(lm, tmp_path / "c.arpa")
+    monkeypatch.setattr(accel, "fast", None)
+    write_arpa(lm, tmp_path / "p.arpa")
+    assert (tmp_path / "c.arpa").read_bytes() == (tmp_path / "p.arpa").read_bytes()

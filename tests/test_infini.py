@@ -289,3 +289,24 @@ def test_mixtures_with_a_neural_model_are_distributions(toy):
         p = lam_i * idx.next_probs(ctx) + (1 - lam_i) * p_nn[i]
         assert abs(p.sum() - 1) < 1e-9 and p[0] == p[1] == 0
         assert 10 ** mixed[i] == pytest.approx(p[enc.ids[i]], rel=1e-6)
+
+
+def test_review_regressions_max_n_empty_text_stdin_and_unknown_words(toy, tmp_path, run_cli):
+    ds, idx = toy
+    assert (idx.score(ds["test"], max_n=1).eff_n == 1).all()  # 1 means no history, not unbounded
+    with pytest.raises(InputError, match="max_n"):
+        idx.score(ds["test"], max_n=-1)
+    (tmp_path / "blank.txt").write_text("\n\n\n", encoding="utf-8")
+    with pytest.raises(InputError, match="no tokens"):
+        InfiniIndex.build_from_files([tmp_path / "blank.txt"], temp_dir=tmp_path / "tmp")
+    text = "the cat sat\nthe dog sat\nthe cat ran\nthe emu ran\n"
+    code, _, err = run_cli("infini", "build", "--stream", "-", "-o", tmp_path / "s.npz", "--min-count", "2",
+                           input=text)
+    assert code == 0, err
+    s = InfiniIndex.load(tmp_path / "s.npz")
+    assert s.count(["the", "cat"]) == 2 and s.count(["the", "zebra"]) == 0
+    assert s.count(["the", "<unk>"]) == 2  # dog and emu were cut off by --min-count: they count as <unk>
+    code, out, _ = run_cli("infini", "count", tmp_path / "s.npz", "the", "zebra")
+    assert code == 0 and out.split("\t")[0] == "0"
+    code, _, err = run_cli("infini", "build", "--stream", "ptb", "-o", tmp_path / "x.npz")
+    assert code == 2 and "not a file" in err
