@@ -19,7 +19,7 @@ import numpy as np
 
 from corpora.vocab import ID_DTYPE, UNK_ID
 
-from .streaming import (TempFolder, block_tokens_for, blocks_from_spool, count_blocks, encoded_blocks, parse_memory,
+from .streaming import (TEXT_BLOCK_SHARE, TempFolder, block_tokens_for, blocks_from_spool, count_blocks, encoded_blocks, parse_memory,
                         spool_ids, spool_stdin)
 
 DEFAULT_MEMORY = "50%"
@@ -83,7 +83,8 @@ def build_counts(inp: BuildInput, *, order: int, vocab: Optional[Vocab] = None, 
             say("tokenizing pass (ids spilled to the temp folder)")
             plain = spec == TokenizerSpec()  # whitespace, no case or Unicode changes: one split a block
             spool, words, freq = spool_ids(sources, tokenize, folder, plain=plain and filt is None,
-                                           keep_empty=inp.keep_empty, line_filter=filt)
+                                           keep_empty=inp.keep_empty, line_filter=filt,
+                                           block_bytes=max(1 << 20, min(16 << 20, mem // TEXT_BLOCK_SHARE)))
             if int(freq[1:].sum()) == 0:
                 raise InputError("the training text has no tokens", path=", ".join(map(str, sources)),
                                  fix="pass a non-empty text")

@@ -40,6 +40,9 @@ from .counts import NgramCounts, OrderTable, _unique_inverse
 TEMP_PREFIX = "ngramlm-build-"
 # Peak bytes of NgramCounts.from_encoded per token of a block, by order (measured with
 # tracemalloc on the toy corpus: about 60 + 30 * order; the tables themselves are in it).
+# A block of text as Python token strings costs about 20 times its bytes (a str and a list slot a
+# token): the tokenizing pass reads blocks of at most a twentieth of the budget.
+TEXT_BLOCK_SHARE = 20
 BYTES_PER_TOKEN_BASE = 60
 BYTES_PER_TOKEN_PER_ORDER = 30
 MIN_BLOCK_TOKENS = 10_000
@@ -376,7 +379,7 @@ def _block_tokens(lines: list, tokenize, *, plain: bool, keep_empty: bool) -> li
 
 
 def spool_ids(sources: list, tokenize, folder: TempFolder, *, plain: bool, keep_empty: bool = True,
-              line_filter=None) -> tuple:
+              line_filter=None, block_bytes: int = 16 << 20) -> tuple:
     """Tokenize the text once: provisional ids (first seen; 0 = line end) spilled to ``folder``.
 
     Returns ``(path of the int32 id stream, words by provisional id, counts by provisional id)``:
@@ -388,7 +391,7 @@ def spool_ids(sources: list, tokenize, folder: TempFolder, *, plain: bool, keep_
     try:
         with open(path, "wb") as out:
             for src in sources:
-                for _, lines in _line_blocks(src):
+                for _, lines in _line_blocks(src, block_bytes):
                     if line_filter is not None:
                         lines = [line_filter(x) for x in lines]
                     toks = _block_tokens(lines, tokenize, plain=plain, keep_empty=keep_empty)
