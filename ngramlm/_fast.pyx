@@ -488,44 +488,48 @@ cdef int _write_rows(_Sink sink, _FmtSlot* cache, int k, Py_ssize_t n, int64_t s
     cdef int j, m
     cdef char num[40]
     cdef Py_ssize_t need, wl
-    for r in range(n):
-        if k == 1 and r == skip:
-            continue
-        # The words of row r, last first: a row's key is (context row) * V + word.
-        row = r
-        for j in range(k - 1, 0, -1):
-            key = kp[j][row]
-            path[j] = key % V
-            row = key // V
-        path[0] = row
-        need = 80
-        for j in range(k):
-            need += off[path[j] + 1] - off[path[j]] + 1
-        if sink.n + need > sink.cap:
-            sink.flush()
-            if need > sink.cap:
-                free(sink.buf)
-                sink.buf = <char*>malloc(need)
-                if sink.buf == NULL:
-                    raise MemoryError()
-                sink.cap = need
-        m = _fmt_cached(lp[r], num, cache)
-        memcpy(sink.buf + sink.n, num, m)
-        sink.n += m
-        for j in range(k):
-            sink.buf[sink.n] = b'\t' if j == 0 else b' '
-            sink.n += 1
-            wl = off[path[j] + 1] - off[path[j]]
-            memcpy(sink.buf + sink.n, wb + off[path[j]], wl)
-            sink.n += wl
-        if has_bo:
-            sink.buf[sink.n] = b'\t'
-            sink.n += 1
-            m = _fmt_cached(bov[r], num, cache)
+    # Formatting runs without the GIL: a writer thread (arpa._ThreadedWriter) can copy the previous
+    # chunk into the file meanwhile.
+    with nogil:
+        for r in range(n):
+            if k == 1 and r == skip:
+                continue
+            # The words of row r, last first: a row's key is (context row) * V + word.
+            row = r
+            for j in range(k - 1, 0, -1):
+                key = kp[j][row]
+                path[j] = key % V
+                row = key // V
+            path[0] = row
+            need = 80
+            for j in range(k):
+                need += off[path[j] + 1] - off[path[j]] + 1
+            if sink.n + need > sink.cap:
+                with gil:
+                    sink.flush()
+                    if need > sink.cap:
+                        free(sink.buf)
+                        sink.buf = <char*>malloc(need)
+                        if sink.buf == NULL:
+                            raise MemoryError()
+                        sink.cap = need
+            m = _fmt_cached(lp[r], num, cache)
             memcpy(sink.buf + sink.n, num, m)
             sink.n += m
-        sink.buf[sink.n] = b'\n'
-        sink.n += 1
+            for j in range(k):
+                sink.buf[sink.n] = b'\t' if j == 0 else b' '
+                sink.n += 1
+                wl = off[path[j] + 1] - off[path[j]]
+                memcpy(sink.buf + sink.n, wb + off[path[j]], wl)
+                sink.n += wl
+            if has_bo:
+                sink.buf[sink.n] = b'\t'
+                sink.n += 1
+                m = _fmt_cached(bov[r], num, cache)
+                memcpy(sink.buf + sink.n, num, m)
+                sink.n += m
+            sink.buf[sink.n] = b'\n'
+            sink.n += 1
     return 0
 
 

@@ -147,6 +147,47 @@ def _arpa_counts(model) -> list:
     return [len(model.vocab_) - 1] + [len(k) for k in model.keys_[1:]]
 
 
+class _ThreadedWriter:
+    """``write`` hands each chunk to a thread that writes it to ``fh``, so the compiled formatter
+    (which releases the GIL) fills the next chunk while the kernel copies this one.  A write error
+    is raised again in the caller, at its next write or at the end."""
+
+    def __init__(self, fh, depth: int = 4) -> None:
+        import queue
+        import threading
+
+        self.fh = fh
+        self.q: "queue.Queue" = queue.Queue(maxsize=depth)
+        self.error: Optional[BaseException] = None
+        self.thread = threading.Thread(target=self._run, name="arpa-writer", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            chunk = self.q.get()
+            if chunk is None:
+                return
+            if self.error is None:
+                try:
+                    self.fh.write(chunk)
+                except BaseException as exc:  # noqa: BLE001 -- handed to the caller's thread
+                    self.error = exc
+
+    def write(self, chunk: bytes) -> None:
+        if self.error is not None:
+            raise self.error
+        self.q.put(chunk)
+
+    def __enter__(self) -> "_ThreadedWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.q.put(None)
+        self.thread.join()
+        if self.error is not None and exc[0] is None:
+            raise self.error
+
+
 def _write_compiled(model, path, head: str) -> None:
     """The same bytes as the column writer, formatted line by line in C (``%.7g``, '-99' for -inf)."""
     from . import accel
@@ -155,7 +196,7 @@ def _write_compiled(model, path, head: str) -> None:
     V = len(model.vocab_)
     n = model.order_
     words = [w.encode("utf-8") for w in model.vocab_.itos_]
-    with atomic_writer(path) as fh:
+    with atomic_writer(path) as raw_fh, _ThreadedWriter(raw_fh) as fh:
         fh.write(head.encode("utf-8"))
         for k in range(1, n + 1):
             lp = np.ascontiguousarray(model.log10_prob_[k - 1], dtype=np.float64)

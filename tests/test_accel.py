@@ -312,3 +312,60 @@ def test_empty_high_orders_write_the_same_bytes_either_way(tmp_path, monkeypatch
     monkeypatch.setattr(accel, "fast", None)
     write_arpa(lm, tmp_path / "p.arpa")
     assert (tmp_path / "c.arpa").read_bytes() == (tmp_path / "p.arpa").read_bytes()
+
+
+def test_the_threaded_writer_passes_write_errors_to_the_caller():
+    import errno
+
+    from ngramlm.arpa import _ThreadedWriter
+
+    class Full:
+        def __init__(self):
+            self.n, self.data = 0, []
+
+        def write(self, b):
+            self.n += 1
+            if self.n > 2:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            self.data.append(b)
+
+    fh = Full()
+    with pytest.raises(OSError, match="No space"):
+        with _ThreadedWriter(fh) as w:
+            for i in range(50):
+                w.write(b"x%d" % i)
+    assert fh.data == [b"x0", b"x1"]  # in order, and nothing after the error
+    ok = Full()
+    with _ThreadedWriter(ok) as w:
+        w.write(b"a")
+        w.write(b"b")
+    assert ok.data == [b"a", b"b"]
+
+
+@needs_ext
+def test_a_full_disk_while_writing_arpa_leaves_no_file(toy, tmp_path, monkeypatch):
+    import errno
+
+    import ngramlm.arpa as arpa
+    from corpora.textio import OutputError
+
+    lm, _ = toy[0]["mkn4"]
+    calls = {"n": 0}
+    real = arpa._ThreadedWriter._run
+
+    def failing_run(self):
+        write = self.fh.write
+
+        def limited(b):
+            calls["n"] += 1
+            if calls["n"] > 1:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return write(b)
+
+        self.fh = type("F", (), {"write": staticmethod(limited)})()
+        return real(self)
+
+    monkeypatch.setattr(arpa._ThreadedWriter, "_run", failing_run)
+    with pytest.raises(OutputError, match="No space"):
+        write_arpa(lm, tmp_path / "m.arpa")
+    assert list(tmp_path.iterdir()) == []
