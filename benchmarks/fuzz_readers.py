@@ -18,13 +18,11 @@ Results of the runs so far: docs/robustness.md.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
 import gzip
 import io
 import json
 import os
-import pickle
 import re
 import subprocess
 import sys
@@ -33,7 +31,6 @@ import time
 import traceback
 import unicodedata
 from pathlib import Path
-from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -153,24 +150,19 @@ def mutate_bytes(c: Chooser, raw: bytes) -> bytes:
 
 
 # ----------------------------------------------------------------------------- checks
+from corpora.safety import pickle_tripwire  # noqa: E402
+
+
 class Crash(Exception):
     """Raised by a check when an invariant fails (a crash in the report)."""
 
 
-@contextlib.contextmanager
+def _unpickled() -> None:
+    raise Crash("the native loader unpickled something")
+
+
 def no_pickle():
-    calls = []
-
-    def trip(*a, **k):
-        calls.append(a)
-        raise RuntimeError("pickle was used")
-
-    with mock.patch.object(pickle, "load", trip), mock.patch.object(pickle, "loads", trip):
-        try:
-            yield
-        finally:
-            if calls:
-                raise Crash("the native loader unpickled something")
+    return pickle_tripwire(on_use=_unpickled)
 
 
 def _usable_model(lm) -> None:

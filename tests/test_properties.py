@@ -9,7 +9,6 @@ runs the same targets for as long as you like (docs/robustness.md).
 """
 from __future__ import annotations
 
-import contextlib
 import gzip
 import io
 import json
@@ -19,7 +18,6 @@ import tempfile
 import unicodedata
 import zipfile
 from pathlib import Path
-from unittest import mock
 
 import numpy as np
 import pytest
@@ -30,6 +28,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from corpora import Vocab  # noqa: E402
 from corpora.errors import InputError, ToolkitError  # noqa: E402
+from corpora.safety import pickle_tripwire  # noqa: E402
 from corpora.tokenize import (KINDS, NORMALIZATIONS, TokenizerSpec, char_tokenize, detokenize,  # noqa: E402
                               make_tokenizer)
 from ngramlm import NgramLM  # noqa: E402
@@ -428,25 +427,14 @@ def _native_bytes(smoothing, order) -> bytes:
 NATIVE = {s: _native_bytes(s, o) for s, o in (("wb", 3), ("laplace", 2), ("stupid", 2))}
 
 
-class PickleCalled(Exception):
-    pass
+def _unpickled() -> None:
+    raise AssertionError("the native loader unpickled something")
 
 
-@contextlib.contextmanager
 def no_pickle():
-    """Replace pickle's loaders by tripwires; fail if anything called them, even if
-    the loader caught the tripwire's exception and turned it into an InputError."""
-    calls = []
-
-    def trip(*a, **k):
-        calls.append(a)
-        raise PickleCalled("pickle was used")
-
-    with mock.patch.object(pickle, "load", trip), mock.patch.object(pickle, "loads", trip):
-        try:
-            yield
-        finally:
-            assert not calls, "the native loader unpickled something"
+    """Pickle's loaders as tripwires: fail if anything called them, even if the loader caught the
+    tripwire's exception and turned it into an InputError."""
+    return pickle_tripwire(on_use=_unpickled)
 
 
 def _check_native(raw: bytes) -> None:
