@@ -95,19 +95,7 @@ def test_pruned_model_round_trips_through_arpa(tm, tmp_path):
     assert back.perplexity_report(enc, oov=oov).ppl == pytest.approx(lm.perplexity_report(tm["test"]).ppl, rel=1e-6)
 
 
-@pytest.mark.parametrize("kw,needle", [
-    ({"prune": [1, 1]}, "unigrams cannot be pruned"),
-    ({"prune": [0, 2, 1]}, "must not decrease"),
-    ({"prune_entropy": -1.0}, ">= 0"),
-])
-def test_bad_pruning_options(tm, kw, needle):
-    with pytest.raises(InputError, match=needle):
-        NgramLM(order=3, smoothing="wb", **kw).fit(tm["train"], vocab=tm.vocab)
-
-
-def test_pruning_a_non_backoff_model_is_refused(tm):
-    with pytest.raises(InputError, match="back-off model"):
-        NgramLM(order=2, smoothing="laplace", prune=[0, 1]).fit(tm["train"], vocab=tm.vocab)
+# Bad pruning options and pruning a non-back-off model: tests/test_core_toy.py (no corpus needed).
 
 
 def test_cli_prune(run_cli, shared_corpora, tmp_path, monkeypatch):
