@@ -4,7 +4,6 @@ import math
 import numpy as np
 import pytest
 
-from corpora.errors import InputError
 from ngramlm import NgramLM, NgramCounts
 from ngramlm.pruning import apply_keep, entropy_scores, ngram_words
 
