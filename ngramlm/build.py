@@ -49,7 +49,8 @@ def build_counts(inp: BuildInput, *, order: int, vocab: Optional[Vocab] = None, 
                  progress: Optional[Callable[[str], None]] = None) -> BuildResult:
     """Stream ``inp`` into counts of orders 1..``order`` using at most about ``memory`` (``1G``, ``30%``,
     bytes) for counting, spilling sorted runs to ``temp_dir``; with ``client`` (a
-    ``distributed.Client``) the counting runs on its workers."""
+    ``distributed.Client``, or an address: ``tcp://HOST:8786``, ``local:N``) the counting runs on
+    its workers."""
     from corpora.tokenize import TokenizerSpec, make_tokenizer
 
     check_order(order)
@@ -63,6 +64,16 @@ def build_counts(inp: BuildInput, *, order: int, vocab: Optional[Vocab] = None, 
 
         filt = LINE_FILTERS[inp.line_filter]
     say = progress or (lambda msg: None)
+    if isinstance(client, str):  # an address: connect here, and close what this call opened
+        from .distributed import close, connect
+
+        say(f"connecting to the Dask scheduler {client}")
+        client = connect(client)
+        try:
+            return build_counts(inp, order=order, vocab=vocab, memory=mem, temp_dir=temp_dir, client=client,
+                                progress=progress)
+        finally:
+            close(client)
     with TempFolder(temp_dir) as folder:
         sources = []
         for s in inp.sources:

@@ -242,28 +242,15 @@ def _streamed_counts(texts, split, data_dir, spec, vocab, order, memory, temp_di
                                  fix="give text files (plain or .gz) or '-' for stdin; a named corpus alone")
         sources, where = list(texts), ", ".join(texts)
     spec = spec or TokenizerSpec()
-    client = None
-    if dask_address:
-        from ngramlm.distributed import connect
-
-        stage(1, f"connecting to the Dask scheduler {dask_address}")
-        client = connect(dask_address)
     inp = BuildInput(sources, tokenizer=spec, keep_empty=keep_empty, line_filter=line_filter,
                      vocab_params={"min_count": min_count, "max_size": max_size, "unk_token": unk or "<unk>"})
 
     def progress(msg: str) -> None:
         click.echo(f"    {msg}", err=True)
 
-    stage(1, "streaming build: vocabulary and counts")
-    try:
-        res = build_counts(inp, order=order, vocab=vocab or None, memory=memory, temp_dir=temp_dir, client=client,
-                           progress=progress)
-    finally:
-        if client is not None:
-            cluster = getattr(client, "cluster", None)
-            client.close()
-            if cluster is not None:
-                cluster.close()
+    stage(1, "streaming build: vocabulary and counts" + (f" on the Dask cluster {dask_address}" if dask_address else ""))
+    res = build_counts(inp, order=order, vocab=vocab or None, memory=memory, temp_dir=temp_dir,
+                       client=dask_address or None, progress=progress)
     stage(2, "counted and merged")
     return res, where, spec
 

@@ -52,6 +52,14 @@ def connect(address: str, *, timeout: float = CONNECT_TIMEOUT_S):
                              "or check the address (tcp://HOST:8786)") from None
 
 
+def close(client) -> None:
+    """Close a client and, for ``local:N``, the cluster it started."""
+    cluster = getattr(client, "cluster", None)
+    client.close()
+    if cluster is not None:
+        cluster.close()
+
+
 def shards_of(paths: list, *, shard_bytes: int) -> list:
     """Line-aligned byte ranges ``(path, start, end, first line)`` of about ``shard_bytes`` each
     (a gzip file is one shard: it cannot be entered in the middle)."""

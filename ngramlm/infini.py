@@ -20,7 +20,6 @@ match at every position, amortised (the effective n grows by at most one a token
 from __future__ import annotations
 
 import json
-import math
 import os
 import zipfile
 from dataclasses import dataclass
@@ -285,13 +284,6 @@ class InfiniIndex:
 
 
 # ----------------------------------------------------------------------------- mixtures
-def mix_log10(log10_a: np.ndarray, log10_b: np.ndarray, lam) -> np.ndarray:
-    """log10 of lam * 10**a + (1 - lam) * 10**b, token by token (``lam`` a number or an array)."""
-    lam = np.asarray(lam, dtype=np.float64)
-    with np.errstate(divide="ignore"):
-        return np.logaddexp(np.log(lam) + log10_a * math.log(10), np.log1p(-lam) + log10_b * math.log(10)) / math.log(10)
-
-
 def tune_lambdas(scores: InfiniScores, other_log10: np.ndarray, *, grid: int = 101) -> tuple:
     """The mixture weights of the ∞-gram (one where its estimate is sparse, one where it is not, as the
     paper does) that maximise the likelihood of a held-out text; returns (lam_sparse, lam_dense)."""

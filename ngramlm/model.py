@@ -89,11 +89,10 @@ class CompiledIndex:
 
     def __init__(self, tables: NgramTables) -> None:
         from . import accel
-        from corpora.vocab import UNK_ID as _UNK
 
         keep = tables.extended_rows() if tables.missing_backoff == 0.0 else [None] * tables.order
         self.tables = accel.fast.Tables(list(tables.keys), list(tables.log10_prob), list(tables.log10_backoff),
-                                        float(tables.missing_backoff), tables.V, tables.vocab.stoi_, _UNK, keep)
+                                        float(tables.missing_backoff), tables.V, tables.vocab.stoi_, UNK_ID, keep)
 
     def find(self, k: int, queries: np.ndarray) -> np.ndarray:
         return self.tables.find_many(k, np.ascontiguousarray(queries, dtype=np.int64))
@@ -223,23 +222,11 @@ class NgramLM:
         """
         from .build import BuildInput, build_counts
 
-        own_client = isinstance(client, str)
-        if own_client:
-            from .distributed import connect
-
-            client = connect(client)
-        try:
-            res = build_counts(BuildInput(list(paths), tokenizer=tokenizer, keep_empty=keep_empty,
-                                          vocab_params={"min_count": min_count, "max_size": max_size,
-                                                        "unk_token": unk_token}),
-                               order=check_order(self.order), vocab=vocab, memory=memory, temp_dir=temp_dir,
-                               client=client, progress=progress)
-        finally:
-            if own_client:
-                cluster = getattr(client, "cluster", None)
-                client.close()
-                if cluster is not None:
-                    cluster.close()
+        res = build_counts(BuildInput(list(paths), tokenizer=tokenizer, keep_empty=keep_empty,
+                                      vocab_params={"min_count": min_count, "max_size": max_size,
+                                                    "unk_token": unk_token}),
+                           order=check_order(self.order), vocab=vocab, memory=memory, temp_dir=temp_dir,
+                           client=client, progress=progress)
         self.fit(None, vocab=res.vocab, counts=res.counts, heldout=heldout)
         self.build_stats_ = {"sentences": res.sentences, "words": res.words}
         return self

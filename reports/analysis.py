@@ -109,10 +109,14 @@ def interpolate(ngram: dict, neural: dict, ngram_arrays: dict, neural_arrays: di
         "curve": [[float(x), 2.0 ** mixture_bits(float(x), av, bv)] for x in np.linspace(0.0, 1.0, 21)],
     }
     for split, (a, b) in (("valid", (av, bv)), ("test", (at, bt))):
-        bits = mixture_bits(lam, a, b)
-        row[split] = {"tokens": len(a), "zero_probs": 0, "log2prob": -bits * len(a), "ppl": 2.0 ** bits,
-                      "ppl_nonzero_events": 2.0 ** bits, "bits_per_token": bits}
+        row[split] = score_from_bits(mixture_bits(lam, a, b), len(a))
     return row
+
+
+def score_from_bits(bits: float, tokens: int, zero_probs: int = 0) -> dict:
+    """A mixture's score entry (the shape every row's valid/test scores have) from its bits per token."""
+    return {"tokens": tokens, "zero_probs": zero_probs, "log2prob": -bits * tokens, "ppl": 2.0 ** bits,
+            "ppl_nonzero_events": 2.0 ** bits, "bits_per_token": bits}
 
 
 def mixture_log2p(lam: float, a: np.ndarray, b: np.ndarray) -> np.ndarray:

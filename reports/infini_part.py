@@ -19,9 +19,10 @@ BUCKETS = 10  # effective n 1 .. 9, then "10+"
 
 
 def _score(log2p: np.ndarray) -> dict:
-    bits = float(-log2p.mean()) if len(log2p) else float("nan")
-    return {"tokens": len(log2p), "zero_probs": int(np.isneginf(log2p).sum()), "log2prob": float(log2p.sum()),
-            "ppl": 2.0 ** bits, "ppl_nonzero_events": 2.0 ** bits, "bits_per_token": bits}
+    from .analysis import score_from_bits
+
+    return score_from_bits(float(-log2p.mean()) if len(log2p) else float("nan"), len(log2p),
+                           int(np.isneginf(log2p).sum()))
 
 
 def infini_section(data, partners: list, arrays: dict) -> Optional[dict]:
