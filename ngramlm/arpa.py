@@ -513,6 +513,8 @@ def _read_arpa_fast(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: st
     declared = []
     while True:
         nl = raw.find(b"\n", pos)
+        if nl < 0:  # the file ends inside the header: the careful parser says where
+            return None
         line = raw[pos:nl]
         if not line.startswith(b"ngram "):
             break
