@@ -96,21 +96,11 @@ JSON_LEAVES = [None, True, False, 0, -1, 1, 2, 10 ** 30, 1.5, float("inf"), floa
                [], {}, [1, 2], {"a": 1}, "char", "NFKC", 1e999]
 
 
-def _json_paths(obj, prefix=()):
-    yield prefix
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _json_paths(v, prefix + (k,))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from _json_paths(v, prefix + (i,))
-
-
 def mutate_json(c: Chooser, obj):
     """Replace, delete or wrap the value at 1-3 random places of a JSON document."""
     obj = json.loads(json.dumps(obj))
     for _ in range(c.int(1, 3)):
-        path = c.choice(list(_json_paths(obj)))
+        path = c.choice(list(json_paths(obj)))
         op = c.int(0, 3)
         # A fresh copy: a shared [] or {} mutated later would turn the document into a cycle.
         new = copy.deepcopy(c.choice(JSON_LEAVES)) if op < 2 else c.text(8)
@@ -150,7 +140,7 @@ def mutate_bytes(c: Chooser, raw: bytes) -> bytes:
 
 
 # ----------------------------------------------------------------------------- checks
-from corpora.safety import pickle_tripwire  # noqa: E402
+from corpora.testing import json_paths, pickle_tripwire  # noqa: E402
 
 
 class Crash(Exception):

@@ -28,7 +28,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from corpora import Vocab  # noqa: E402
 from corpora.errors import InputError, ToolkitError  # noqa: E402
-from corpora.safety import pickle_tripwire  # noqa: E402
+from corpora.testing import json_paths, pickle_tripwire  # noqa: E402
 from corpora.tokenize import (KINDS, NORMALIZATIONS, TokenizerSpec, char_tokenize, detokenize,  # noqa: E402
                               make_tokenizer)
 from ngramlm import NgramLM  # noqa: E402
@@ -191,21 +191,11 @@ def test_corrupted_vocab_files_raise_input_error_naming_the_file(data):
     _check_usable_vocab(v)
 
 
-def _json_paths(obj, prefix=()):
-    yield prefix
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _json_paths(v, prefix + (k,))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from _json_paths(v, prefix + (i,))
-
-
 def mutate_json(data: st.DataObject, obj):
     """Replace or delete the value at a random place in a JSON document (1-3 times)."""
     obj = json.loads(json.dumps(obj))
     for _ in range(data.draw(st.integers(1, 3))):
-        paths = list(_json_paths(obj))
+        paths = list(json_paths(obj))
         path = data.draw(st.sampled_from(paths))
         new = data.draw(JSON_VALUES)
         if not path:

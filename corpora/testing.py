@@ -1,4 +1,5 @@
-"""A tripwire for the rule that no model is ever loaded with pickle (tests and the reader fuzzer use it)."""
+"""Helpers the property tests and the reader fuzzer (benchmarks/fuzz_readers.py) share: a tripwire for
+the rule that no model is ever loaded with pickle, and the places of a JSON document to mutate."""
 from __future__ import annotations
 
 import contextlib
@@ -27,3 +28,14 @@ def pickle_tripwire(on_use: Callable[[], None]):
         finally:
             if calls:
                 on_use()
+
+
+def json_paths(obj, prefix=()):
+    """Every place in a JSON document, as a tuple of keys and indexes (the root is ``()``)."""
+    yield prefix
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from json_paths(v, prefix + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from json_paths(v, prefix + (i,))
