@@ -61,7 +61,7 @@ def _why_not_checkpoint(path: Path) -> str:
         head = fh.read(64)
     if not head:
         return "the file is empty"
-    if head[:1] == b"\x80":
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):  # PROTO opcode
         return "it is a raw Python pickle; it is refused because unpickling can run arbitrary code"
     if head[:4] == ZIP_MAGIC:
         try:
@@ -72,9 +72,21 @@ def _why_not_checkpoint(path: Path) -> str:
         if any(n.endswith(".npy") for n in names):
             return "it is an n-gram model (.npz arrays); score it with `ngramlm ppl`"
         return "it is a zip/torch file without the ngramlm.neural format tag (not written by `ngramlm neural train`)"
-    if head[:2] == b"\x1f\x8b" or head.lstrip()[:1] in (b"{", b"\\") or head.isascii():
+    if head[:3] == b"\x1f\x8b\x08" or _looks_like_text(head):
         return "it looks like text, JSON or an n-gram model (score those with `ngramlm ppl`)"
     return "unrecognised binary data"
+
+
+def _looks_like_text(head: bytes) -> bool:
+    # Judged on the whole head, not its first byte: random binary data starts with `{` or `\`
+    # about once in a hundred files, and must still be called binary.
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3:  # only a character cut at the 64-byte boundary is allowed
+            return False
+        text = head[:exc.start].decode("utf-8")
+    return all(ch.isprintable() or ch in "\t\n\r\f\v" for ch in text)
 
 
 def load_checkpoint(path: os.PathLike | str) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import os
 import pickle
+import random
 import zipfile
 
 import numpy as np
@@ -88,7 +89,8 @@ def test_foreign_and_corrupt_files_are_refused_without_unpickling(tmp_path):
     zipped = tmp_path / "evil_zip.pt"
     torch.save({"format": "ngramlm.neural", "version": 1}, zipped)  # our tag, but written... fine to load
     noise = tmp_path / "noise.pt"
-    noise.write_bytes(os.urandom(4096))
+    # Seeded, so a run cannot draw the rare noise that starts like a pickle or gzip header.
+    noise.write_bytes(random.Random(20261201).randbytes(4096))
     arpa = tmp_path / "model.arpa"
     arpa.write_text("\\data\\\nngram 1=3\n")
     foreign = tmp_path / "foreign.pt"
@@ -105,6 +107,19 @@ def test_foreign_and_corrupt_files_are_refused_without_unpickling(tmp_path):
         load_checkpoint(zipped)  # tagged but incomplete
     with pytest.raises(InputError, match="no such"):
         load_checkpoint(tmp_path / "missing.pt")
+
+
+def test_binary_noise_is_called_binary_whatever_its_first_byte(tmp_path):
+    # CI once drew noise starting with `{`, which the first-byte rule called text.
+    from neural.checkpoint import _why_not_checkpoint
+    rng = random.Random(7)
+    path = tmp_path / "noise.pt"
+    for first in [b"{", b"\\", b" ", b"\x80", b"\x1f\x8b"] + [bytes([b]) for b in range(0, 256, 17)]:
+        path.write_bytes(first + rng.randbytes(200))
+        assert _why_not_checkpoint(path) == "unrecognised binary data", first
+    for text in ["\\data\\\nngram 1=3\n", '{"format": "x"}', "the cat sat\n", "红楼梦 " * 20]:
+        path.write_bytes(text.encode("utf-8"))
+        assert "looks like text" in _why_not_checkpoint(path), text
 
 
 def test_truncated_checkpoint_and_pickled_object_inside_zip_are_refused(tmp_path):
