@@ -1,4 +1,5 @@
 """n-gram CLI end to end, and its handling of bad input (file, line, fix; nothing half-written)."""
+import os
 import pickle
 
 import pytest
