@@ -95,9 +95,29 @@ def sample(model: LanguageModel, prompt_ids: Sequence[int] = (), max_len: int = 
 def beam_search(model: LanguageModel, prompt_ids: Sequence[int] = (), beam_size: int = 5, max_len: int = 30,
                 alpha: float = 0.7) -> list:
     """Complete hypotheses, best first by ``log P / T**alpha``."""
+    check_beam(beam_size, max_len)
+    logp, state = read_prompt(model, prompt_ids)  # (1, V)
+
+    def advance(rows: torch.Tensor, toks: torch.Tensor) -> torch.Tensor:
+        nonlocal state
+        state = model.select_state(state, rows)
+        logits, _, state = model(toks[:, None], state=state)
+        return F.log_softmax(logits[:, -1].float(), dim=-1)
+
+    return beam_core(logp, advance, beam_size=beam_size, max_len=max_len, alpha=alpha)
+
+
+def check_beam(beam_size: int, max_len: int) -> None:
     if beam_size < 1 or max_len < 1:
         raise InputError("beam size and max length must be >= 1", fix="pass --beam-size and --max-len of 1 or more")
-    logp, state = read_prompt(model, prompt_ids)  # (1, V)
+
+
+def beam_core(logp: torch.Tensor, advance, *, beam_size: int, max_len: int, alpha: float) -> list:
+    """Beam search over any model: ``logp`` (1, V) are the first token's log-probs, and
+    ``advance(rows, toks)`` extends the live hypotheses ``rows`` by ``toks`` and returns the next
+    log-probs (A, V).  The ``beam_size`` best extensions by total log-prob are kept each step; one
+    ending in ``</s>`` (or reaching ``max_len``) is complete.  Complete hypotheses, best first by
+    ``log P / T**alpha``."""
     seqs: list = [[]]
     totals = torch.zeros(1, dtype=torch.float64)
     finished: list = []
@@ -120,9 +140,7 @@ def beam_search(model: LanguageModel, prompt_ids: Sequence[int] = (), beam_size:
         if not new_seqs:
             break
         seqs, totals = new_seqs, torch.tensor(keep_totals, dtype=torch.float64)
-        state = model.select_state(state, torch.tensor(keep_rows))
-        logits, _, state = model(torch.tensor(keep_toks)[:, None], state=state)
-        logp = F.log_softmax(logits[:, -1].float(), dim=-1)
+        logp = advance(torch.tensor(keep_rows), torch.tensor(keep_toks))
     finished.sort(key=lambda h: h.score, reverse=True)
     return finished
 
