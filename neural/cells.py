@@ -33,6 +33,7 @@ transpose and split those into the textbook matrices and back.
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import torch
 from torch import nn
@@ -71,16 +72,30 @@ class _ScratchLayer(nn.Module):
         return W_x, W_h, b
 
 
+def _alive(X: torch.Tensor, lengths: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    """(n, T) bool, True at the steps inside each row's length; None when every step counts."""
+    if lengths is None:
+        return None
+    return torch.arange(X.size(1), device=X.device)[None, :] < lengths.to(X.device)[:, None]
+
+
+def _keep(alive: Optional[torch.Tensor], t: int, new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+    # Past a row's length its state is frozen, so the final state is the one at its last real
+    # step -- what packed sequences give the fused modules -- whatever padding follows.
+    return new if alive is None else torch.where(alive[:, t, None], new, old)
+
+
 class RNNLayer(_ScratchLayer):
     """H_t = phi(X_t W_xh + H_{t-1} W_hh + b_h)."""
 
-    def forward(self, X: torch.Tensor, state: tuple) -> tuple:
+    def forward(self, X: torch.Tensor, state: tuple, lengths: Optional[torch.Tensor] = None) -> tuple:
         (H,) = state  # (n, h)
         phi = torch.tanh if self.cell == "rnn_tanh" else torch.relu
         XW = X @ self.W_xh + self.b_h  # (n, T, h): the input part of every step at once
+        alive = _alive(X, lengths)
         outputs = []
         for t in range(X.size(1)):
-            H = phi(XW[:, t] + H @ self.W_hh)
+            H = _keep(alive, t, phi(XW[:, t] + H @ self.W_hh), H)
             outputs.append(H)
         return torch.stack(outputs, dim=1), (H,)
 
@@ -88,17 +103,19 @@ class RNNLayer(_ScratchLayer):
 class LSTMLayer(_ScratchLayer):
     """Gates I, F, O and candidate C~ from [X_t, H_{t-1}]; C_t = F*C_{t-1} + I*C~; H_t = O*tanh(C_t)."""
 
-    def forward(self, X: torch.Tensor, state: tuple) -> tuple:
+    def forward(self, X: torch.Tensor, state: tuple, lengths: Optional[torch.Tensor] = None) -> tuple:
         H, C = state  # (n, h) each
         W_x, W_h, b = self._input_part()  # gate blocks in the order i, f, c, o
         XW = X @ W_x + b  # (n, T, 4h)
+        alive = _alive(X, lengths)
         outputs = []
         for t in range(X.size(1)):
             pre_i, pre_f, pre_c, pre_o = (XW[:, t] + H @ W_h).chunk(4, dim=-1)
             I, F, O = torch.sigmoid(pre_i), torch.sigmoid(pre_f), torch.sigmoid(pre_o)
             C_tilde = torch.tanh(pre_c)
-            C = F * C + I * C_tilde
-            H = O * torch.tanh(C)
+            C_new = F * C + I * C_tilde
+            H = _keep(alive, t, O * torch.tanh(C_new), H)
+            C = _keep(alive, t, C_new, C)
             outputs.append(H)
         return torch.stack(outputs, dim=1), (H, C)
 
@@ -110,9 +127,10 @@ class GRULayer(_ScratchLayer):
         super().__init__(cell, input_size, hidden_size)
         self.reset = reset
 
-    def forward(self, X: torch.Tensor, state: tuple) -> tuple:
+    def forward(self, X: torch.Tensor, state: tuple, lengths: Optional[torch.Tensor] = None) -> tuple:
         (H,) = state
         h = self.hidden_size
+        alive = _alive(X, lengths)
         W_x, _, b = self._input_part()  # blocks r, z, h
         W_hrz = torch.cat([self.W_hr, self.W_hz], dim=1)  # (h, 2h)
         XW = X @ W_x + b  # (n, T, 3h); the candidate's block carries b_h (the input-side bias)
@@ -126,7 +144,7 @@ class GRULayer(_ScratchLayer):
                 H_tilde = torch.tanh(x_h + R * (H @ self.W_hh + self.b_hh))
             else:  # textbook: reset the old state, then multiply
                 H_tilde = torch.tanh(x_h + (R * H) @ self.W_hh + self.b_hh)
-            H = Z * H + (1 - Z) * H_tilde
+            H = _keep(alive, t, Z * H + (1 - Z) * H_tilde, H)
             outputs.append(H)
         return torch.stack(outputs, dim=1), (H,)
 

@@ -3,9 +3,10 @@
 Layout (plain containers only, written with ``torch.save``)::
 
     {"format": "ngramlm.neural", "version": 1,
-     "model": {"kind": "rnn" | "transformer", "name": "lstm" | ..., "config": {...}},
+     "model": {"kind": "rnn" | "transformer" | "seq2seq", "name": "lstm" | ..., "config": {...}},
      "state_dict": {name: tensor},
-     "vocab": Vocab.to_dict(),                   # JSON-able
+     "vocab": Vocab.to_dict(),                   # JSON-able; a translator's target vocabulary
+     "src_vocab": Vocab.to_dict(),               # translators only: the source vocabulary
      "train": None | {"config": TrainConfig dict, "optimizer": ..., "schedule": {...},
                       "position": {"epoch": e, "batch": b}, "step": n, "best_val_ppl": x,
                       "history": [...], "rng": {"torch": ByteTensor}, "carry_state": tensors | None,
@@ -42,10 +43,15 @@ def checkpoint_bytes(model: LanguageModel, vocab: Vocab, train: Optional[dict] =
         "version": FORMAT_VERSION,
         "model": {"kind": model.kind, "name": model_name(model), "config": model.config.to_dict()},
         "state_dict": model.state_dict(),  # tied matrices share storage and are stored once
-        "vocab": vocab.to_dict(),
+        "vocab": vocab.to_dict(),  # a translator's target vocabulary
         "train": train,
         "torch_version": str(torch.__version__),
     }
+    if model.kind == "seq2seq":
+        if model.src_vocab is None:
+            raise InputError("a translator needs its source vocabulary to be saved",
+                             fix="set model.src_vocab before saving")
+        payload["src_vocab"] = model.src_vocab.to_dict()
     buf = io.BytesIO()
     torch.save(payload, buf)
     return buf.getvalue()
@@ -151,6 +157,14 @@ def model_from_checkpoint(ckpt: dict, *, path: Optional[os.PathLike | str] = Non
     if len(vocab) != model.config.vocab_size:
         raise InputError(f"checkpoint vocabulary has {len(vocab)} ids but the model {model.config.vocab_size}",
                          path=path, fix="the file is corrupt; use another checkpoint")
+    if model.kind == "seq2seq":
+        if "src_vocab" not in ckpt:
+            raise InputError("corrupt checkpoint: a translator without its source vocabulary", path=path,
+                             fix="retrain or use another checkpoint")
+        model.src_vocab = Vocab.from_dict(ckpt["src_vocab"], path=None if path is None else str(path))
+        if len(model.src_vocab) != model.config.src_vocab_size:
+            raise InputError(f"checkpoint source vocabulary has {len(model.src_vocab)} ids but the model "
+                             f"{model.config.src_vocab_size}", path=path, fix="the file is corrupt; use another checkpoint")
     if impl is not None:
         if model.kind == "rnn" and impl != model.config.impl:
             model = model.convert(impl)

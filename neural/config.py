@@ -127,6 +127,37 @@ def _divisor_hint(n: int) -> str:
 
 
 @dataclass
+class Seq2SeqConfig(_Config):
+    """An encoder-decoder translator: bidirectional RNN encoder, RNN decoder, optional additive attention."""
+
+    vocab_size: int  # target ids incl. specials; the output predicts vocab_size - 2 types (as the LMs)
+    src_vocab_size: int  # source ids incl. specials
+    cell: str = "gru"  # gru | lstm | rnn_tanh | rnn_relu, for encoder and decoder
+    impl: str = "fused"  # fused: nn.GRU & co per direction; scratch: the textbook equations (neural.cells)
+    emb_size: int = 256
+    hidden_size: int = 256  # per direction in the encoder; the decoder's state width
+    n_layers: int = 2  # encoder and decoder depth
+    dropout: float = 0.2
+    attention: bool = True  # additive (Bahdanau) attention; False: the context is the encoder's final state
+    attn_size: int = 256  # width of the additive attention's hidden layer
+
+    def validate(self) -> None:
+        _positive("vocab_size", self.vocab_size, "a target vocabulary with")
+        _positive("src_vocab_size", self.src_vocab_size, "a source vocabulary with")
+        if self.cell not in CELLS:
+            raise InputError(f"unknown recurrent cell {self.cell!r}", fix=f"use one of {', '.join(CELLS)}")
+        if self.impl not in IMPLS:
+            raise InputError(f"unknown implementation {self.impl!r}", fix=f"use one of {', '.join(IMPLS)}")
+        _positive("emb_size", self.emb_size, "--emb-size")
+        _positive("hidden_size", self.hidden_size, "--hidden-size")
+        _positive("n_layers", self.n_layers, "--layers")
+        _positive("attn_size", self.attn_size, "--set attn_size=")
+        _probability("dropout", self.dropout, "--dropout")
+        if not isinstance(self.attention, bool):
+            raise InputError(f"attention must be true or false, got {self.attention!r}", fix="use --attention/--no-attention")
+
+
+@dataclass
 class TrainConfig(_Config):
     """How a model is trained.  Stored in the checkpoint so a resumed run continues identically."""
 
@@ -199,6 +230,19 @@ MODEL_PRESETS = {
     # word_language_model's 2 x 200 tied LSTM; a 4 x 256 pre-norm Transformer (docs/neural.md).
     "default": {"rnn": RNNConfig(vocab_size=0), "transformer": TransformerConfig(vocab_size=0)},
 }
+
+# Translators (`ngramlm seq2seq train`, `compare fra-eng`); src_vocab_size is set from the data too.
+SEQ2SEQ_PRESETS = {
+    "tiny": Seq2SeqConfig(vocab_size=0, src_vocab_size=0, emb_size=32, hidden_size=32, n_layers=1, dropout=0.0,
+                          attn_size=32),
+    "small": Seq2SeqConfig(vocab_size=0, src_vocab_size=0, emb_size=128, hidden_size=128, n_layers=1, dropout=0.1,
+                           attn_size=128),
+    "default": Seq2SeqConfig(vocab_size=0, src_vocab_size=0),
+}
+# Sentence pairs train with Adam on padded minibatches of whole sentences (no BPTT).
+SEQ2SEQ_TRAIN = TrainConfig(epochs=60, batch_size=64, bptt=1, batch_scheme="random", optimizer="adamw", lr=2e-3,
+                            weight_decay=0.0, clip=1.0, schedule="plateau", lr_decay=0.5, plateau_threshold=0.01,
+                            patience=6, eval_batch_size=256)
 
 # How each family trains by default (`ngramlm neural train`).  Chosen from measured
 # throughput on 2 CPU cores (docs/neural.md).  A Transformer's bptt is its block size.

@@ -8,11 +8,13 @@ import torch
 from corpora.errors import InputError
 
 from .base import LanguageModel
-from .config import CELLS, MODEL_NAMES, RNNConfig, TransformerConfig
+from .config import CELLS, MODEL_NAMES, RNNConfig, Seq2SeqConfig, TransformerConfig
 from .rnn import RNNLM
+from .seq2seq import Seq2Seq
 from .transformer import TransformerLM
 
-MODEL_CLASSES = {"rnn": (RNNLM, RNNConfig), "transformer": (TransformerLM, TransformerConfig)}
+MODEL_CLASSES = {"rnn": (RNNLM, RNNConfig), "transformer": (TransformerLM, TransformerConfig),
+                 "seq2seq": (Seq2Seq, Seq2SeqConfig)}
 
 
 def build_model(kind: str, config: Union[dict, RNNConfig, TransformerConfig],
@@ -36,5 +38,7 @@ def model_kind(name: str) -> str:
 
 
 def model_name(model: LanguageModel) -> str:
-    """The CLI name of a model: its cell for RNNs, "transformer" otherwise."""
+    """The CLI name of a model: its cell for RNNs, "transformer", or "seq2seq[-attn]-<cell>" for translators."""
+    if model.kind == "seq2seq":
+        return f"seq2seq{'-attn' if model.config.attention else ''}-{model.config.cell}"
     return model.config.cell if model.kind == "rnn" else "transformer"

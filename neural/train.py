@@ -40,7 +40,7 @@ from tqdm import tqdm
 
 from corpora.errors import ToolkitError
 from corpora.textio import OutputError, atomic_write_bytes
-from corpora.vocab import Vocab
+from corpora.vocab import PAD_ID, Vocab
 
 from .base import LanguageModel
 from .checkpoint import best_path, checkpoint_bytes, load_checkpoint, model_from_checkpoint, training_seconds
@@ -110,8 +110,7 @@ class Trainer:
                  reserve_tokens: int = 0, clock_start: Optional[float] = None) -> None:
         config.validate()
         self.model, self.vocab, self.cfg = model, vocab, config
-        self.train_stream = with_start(train_ids)
-        self.valid_ids = valid_ids
+        self._set_data(train_ids, valid_ids)
         self.out = None if out is None else Path(out)
         self.progress = progress
         self.log = log or logger.info
@@ -141,6 +140,19 @@ class Trainer:
         # checkpoint count the whole run's time, also when it was interrupted inside an epoch.
         self.seconds_done = 0.0
         self._fit_t0: Optional[float] = None
+
+    # ------------------------------------------------------------------ data (overridden for other data)
+    def _set_data(self, train, valid) -> None:
+        self.train_stream = with_start(train)
+        self.valid_ids = valid
+
+    def epoch_batches(self, epoch: int):
+        """The minibatches of ``epoch``: ``len()``, ``[k] -> (x, y)`` and ``carries_state``."""
+        return make_batches(self.cfg.batch_scheme, self.train_stream, self.cfg.batch_size, self.cfg.bptt,
+                            seed=self.cfg.seed, epoch=epoch)
+
+    def n_valid_tokens(self) -> int:
+        return len(self.valid_ids)
 
     def elapsed(self) -> float:
         """Training seconds of the whole run so far (earlier fits included)."""
@@ -215,8 +227,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ schedule
     def _batches_per_epoch(self) -> int:
-        b = make_batches(self.cfg.batch_scheme, self.train_stream, self.cfg.batch_size, self.cfg.bptt,
-                         seed=self.cfg.seed, epoch=0)
+        b = self.epoch_batches(0)
         return len(b) if self.cfg.max_batches is None else min(len(b), self.cfg.max_batches)
 
     def _lr_now(self, total_steps: int) -> float:
@@ -301,9 +312,9 @@ class Trainer:
         5 % is added: the estimate is a measurement on a shared CPU, and overshooting is the worse error."""
         if self._eval_seconds and math.isfinite(self._val_rate):
             val = self._eval_seconds
-            slowdown = val / (len(self.valid_ids) / self._val_rate)
+            slowdown = val / (self.n_valid_tokens() / self._val_rate)
         else:
-            val = len(self.valid_ids) / self._val_rate
+            val = self.n_valid_tokens() / self._val_rate
             slowdown = 1.0
         return 1.05 * (val + slowdown * self.reserve_tokens / self._score_rate)
 
@@ -350,8 +361,7 @@ class Trainer:
         try:
             while self.position["epoch"] < cfg.epochs and stopped is None:
                 epoch = self.position["epoch"]
-                batches = make_batches(cfg.batch_scheme, self.train_stream, cfg.batch_size, cfg.bptt,
-                                       seed=cfg.seed, epoch=epoch)
+                batches = self.epoch_batches(epoch)
                 n = len(batches) if cfg.max_batches is None else min(len(batches), cfg.max_batches)
                 carries = batches.carries_state
                 state = self.carry_state if carries and self.position["batch"] > 0 else None
@@ -384,10 +394,11 @@ class Trainer:
                     state = detach_state(state) if carries else None
                     self.step += 1
                     trained_this_epoch = True
-                    self.tokens += y.numel()
+                    n_tokens = int((y != PAD_ID).sum())  # padded targets (sentence batches) do not count
+                    self.tokens += n_tokens
                     self.position["batch"] = k + 1
-                    window_loss += loss_value * y.numel()
-                    window_tokens += y.numel()
+                    window_loss += loss_value * n_tokens
+                    window_tokens += n_tokens
                     if self.progress and (k + 1) % 10 == 0:
                         dt = time.perf_counter() - window_t0
                         bar.set_postfix(ppl=f"{math.exp(min(50.0, window_loss / window_tokens)):.1f}",

@@ -1,0 +1,151 @@
+"""Translating and scoring with a :class:`~neural.seq2seq.Seq2Seq` model.
+
+- :func:`greedy_translate`: the most probable next token, repeatedly, for a batch of sources;
+- :func:`beam_translate`: beam search (the LM's :func:`~neural.generate.beam_core`), complete
+  hypotheses ranked by ``log P(y | x) / |y|**alpha`` where ``|y|`` counts ``</s>``; ``alpha = 0``
+  is the raw log-probability (favours short outputs), ``alpha = 1`` the mean per token;
+- :func:`score_pairs`: the conditional log-probability of reference targets (teacher forcing),
+  every target word and ``</s>`` predicted -- the tokens the n-gram and LSTM LMs predict;
+- :func:`corpus_bleu`: sacrebleu's corpus BLEU and its signature.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+import torch
+
+from corpora.vocab import BOS_ID, EOS_ID, PAD_ID
+
+from .evaluate import EvalResult
+from .generate import Hypothesis, beam_core, check_beam
+from .pairs import PairBatches, source_batch
+from .seq2seq import Seq2Seq
+
+
+@torch.no_grad()
+def greedy_translate(model: Seq2Seq, sources: Sequence, *, max_len: int = 30, batch_size: int = 256,
+                     need_weights: bool = False) -> list:
+    """Target ids per source (ending with ``</s>`` when the model stopped before ``max_len``).
+
+    With ``need_weights`` each item is ``(ids, weights)``, ``weights`` (len(ids), S) the attention
+    over the source tokens (its ``</s>`` included) at every output step."""
+    model.eval()
+    out: list = []
+    for a in range(0, len(sources), batch_size):
+        chunk = sources[a:a + batch_size]
+        src, src_len = source_batch(chunk)
+        memory, state = model.encode(src, src_len)
+        B = len(chunk)
+        y = torch.full((B,), BOS_ID, dtype=torch.long)
+        done = torch.zeros(B, dtype=torch.bool)
+        ids, weights = [], []
+        for _ in range(max_len):
+            logp, state, w = model.step(memory, y, state)
+            y = logp.argmax(dim=-1)
+            ids.append(y)
+            if need_weights and w is not None:
+                weights.append(w)
+            done |= y == EOS_ID
+            if bool(done.all()):
+                break
+        ids_t = torch.stack(ids, dim=1)  # (B, T)
+        for b in range(B):
+            row = ids_t[b].tolist()
+            n = row.index(EOS_ID) + 1 if EOS_ID in row else len(row)
+            if need_weights:
+                w_b = (torch.stack(weights, dim=1)[b, :n, :int(src_len[b])].numpy() if weights
+                       else np.zeros((n, int(src_len[b]))))
+                out.append((row[:n], w_b))
+            else:
+                out.append(row[:n])
+    return out
+
+
+@torch.no_grad()
+def beam_translate(model: Seq2Seq, source: Sequence[int], *, beam_size: int = 5, max_len: int = 30,
+                   alpha: float = 0.0) -> list:
+    """Complete hypotheses for one source sentence, best first (see the module docstring)."""
+    check_beam(beam_size, max_len)
+    model.eval()
+    src, src_len = source_batch([source])
+    memory, state = model.encode(src, src_len)
+    logp, state, _ = model.step(memory, torch.tensor([BOS_ID]), state)
+
+    def advance(rows: torch.Tensor, toks: torch.Tensor) -> torch.Tensor:
+        nonlocal memory, state
+        memory = memory.select(rows)
+        state = model.select_state(state, rows)
+        nxt, state, _ = model.step(memory, toks, state)
+        return nxt
+
+    return beam_core(logp, advance, beam_size=beam_size, max_len=max_len, alpha=alpha)
+
+
+def best_translation(hyps: list) -> list:
+    """The ids of the best hypothesis (``[]`` if there is none)."""
+    return list(hyps[0].ids) if hyps else []
+
+
+@torch.no_grad()
+def score_pairs(model: Seq2Seq, sources: Sequence, targets: Sequence, *, batch_size: int = 256,
+                per_token: bool = False):
+    """Teacher-forced ``ln P(target | source)``: an :class:`EvalResult`, or with ``per_token`` the
+    natural-log probability of every predicted token (each target's words, then its ``</s>``) in order."""
+    was_training = model.training
+    model.eval()
+    total, count, parts = 0.0, 0, []
+    try:
+        batches = PairBatches(sources, targets, batch_size, shuffle=False)
+        for k in range(len(batches)):
+            (src, src_len, tgt_in), y = batches[k]
+            logits, _, _ = model.teacher_forced(src, src_len, tgt_in)
+            logp = torch.log_softmax(logits.float(), dim=-1)
+            real = y != PAD_ID
+            tok = logp.gather(-1, y.clamp(min=0)[..., None]).squeeze(-1)  # (B, T)
+            total += float(tok[real].double().sum())
+            count += int(real.sum())
+            if per_token:
+                parts.extend(tok[b][real[b]].double().numpy() for b in range(y.size(0)))
+    finally:
+        model.train(was_training)
+    if per_token:
+        return np.concatenate(parts) if parts else np.zeros(0)
+    return EvalResult(n_predicted=count, log_prob_nats=total)
+
+
+def ids_to_text(vocab, ids: Sequence[int]) -> str:
+    """Target ids (``</s>`` and anything after it dropped) -> space-joined tokens."""
+    words = []
+    for i in ids:
+        if int(i) == EOS_ID:
+            break
+        words.append(vocab.lookup_token(int(i)))
+    return " ".join(words)
+
+
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], *, tokenize: str = "13a") -> tuple:
+    """``(BLEU, signature)`` of detokenized-or-tokenized strings, one reference per sentence."""
+    from sacrebleu.metrics import BLEU
+
+    metric = BLEU(tokenize=tokenize)
+    result = metric.corpus_score(list(hypotheses), [list(references)])
+    return float(result.score), str(metric.get_signature())
+
+
+def attention_for(model: Seq2Seq, source: Sequence[int], target: Sequence[int]) -> Optional[np.ndarray]:
+    """Teacher-forced attention weights (len(target) + 1, len(source) + 1) for a reference pair:
+    rows the predicted target tokens (+ ``</s>``), columns the source tokens (+ ``</s>``)."""
+    if model.attention is None:
+        return None
+    from .pairs import pair_batch
+
+    (src, src_len, tgt_in), _ = pair_batch([source], [target])
+    model.eval()
+    with torch.no_grad():
+        _, _, w = model.teacher_forced(src, src_len, tgt_in, need_logits=False, need_weights=True)
+    return w[0].numpy()
+
+
+__all__ = ["greedy_translate", "beam_translate", "best_translation", "score_pairs", "ids_to_text", "corpus_bleu",
+           "attention_for", "Hypothesis"]
