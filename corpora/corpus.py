@@ -126,6 +126,15 @@ def load_corpus(
     if name not in _registry_names() and (os.sep in name or Path(name).suffix or Path(name).exists()):
         return load_text_corpus(name, tokenizer=tokenizer or TokenizerSpec())
     spec = get_spec(name)
+    if spec.parallel is not None:
+        # Its lines are sentence *pairs* (plus an attribution column): read as monolingual text
+        # they would silently mix both languages.
+        p = spec.parallel
+        raise InputError(
+            f"corpus {spec.name!r} is a parallel corpus ({p.direction} sentence pairs), not a monolingual text",
+            fix=f"use `ngramlm seq2seq ...`, or corpora.parallel.load_parallel({spec.name!r}), whose "
+                "target_sentences(split) give the target side as sentences",
+        )
     tok_spec = tokenizer or spec.tokenizer
     if spec.generated:
         from . import toy

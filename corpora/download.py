@@ -8,7 +8,9 @@ So a file under its final name is always a complete, verified copy: an interrupt
 or corrupted download leaves nothing behind but an :class:`~corpora.errors.InputError`
 saying what happened and what to do.  Zip archives are verified the same way, then
 the registry's named members are extracted (each written atomically) and the archive
-is deleted.
+is deleted.  A file with ``head_lines`` (``fra-eng``: the first 5,000 lines of a larger
+upstream file) keeps only that head: the checksum is of the kept bytes, and the rest
+of the body is never read.
 
 Mirrors
 -------
@@ -117,8 +119,13 @@ def _fsync_replace(tmp: Path, final: Path) -> None:
 
 # ---------------------------------------------------------------------------- one file
 def _fetch(url: str, tmp: Path, *, expected_size: Optional[int], progress: bool, desc: str,
-           timeout, dest_for_errors: Path, corpus: str) -> tuple:
-    """Stream ``url`` into ``tmp``; return ``(sha256_hex, n_bytes)``.  Raises InputError."""
+           timeout, dest_for_errors: Path, corpus: str, head_lines: Optional[int] = None) -> tuple:
+    """Stream ``url`` into ``tmp``; return ``(sha256_hex, n_bytes, n_lines)``.  Raises InputError.
+
+    With ``head_lines``, only the first that many lines (each with its ``\\n``) are written and
+    hashed, and the connection is closed once they have arrived; ``n_lines`` counts the
+    kept lines (None without ``head_lines``).
+    """
     import requests
     from tqdm import tqdm
 
@@ -126,6 +133,8 @@ def _fetch(url: str, tmp: Path, *, expected_size: Optional[int], progress: bool,
     h = hashlib.sha256()
     n = 0
     total = None
+    lines = 0
+    cut_short = False  # True once head_lines lines are kept and the rest of the body is dropped
     try:
         with requests.get(url, stream=True, timeout=timeout, headers={"Accept-Encoding": "identity"}) as resp:
             try:
@@ -139,18 +148,24 @@ def _fetch(url: str, tmp: Path, *, expected_size: Optional[int], progress: bool,
             length = resp.headers.get("Content-Length")
             encoded = resp.headers.get("Content-Encoding", "identity").lower() not in ("", "identity")
             if length is not None and length.isdigit() and not encoded:
-                total = int(length)
+                total = int(length)  # the whole body; with head_lines only a head of it is kept
             with open(tmp, "wb") as out, tqdm(
-                total=total if total is not None else expected_size, unit="B", unit_scale=True,
+                total=expected_size if head_lines is not None or total is None else total, unit="B", unit_scale=True,
                 unit_divisor=1024, desc=desc, disable=not progress, leave=False,
             ) as bar:
                 for chunk in resp.iter_content(chunk_size=CHUNK_SIZE):
                     if not chunk:
                         continue
+                    if head_lines is not None:
+                        chunk, got = _head(chunk, head_lines - lines)
+                        lines += got
+                        cut_short = lines >= head_lines
                     out.write(chunk)
                     h.update(chunk)
                     n += len(chunk)
                     bar.update(len(chunk))
+                    if cut_short:
+                        break  # leaving the `with` closes the connection; the tail is not needed
     except InputError:
         raise
     except requests.Timeout as exc:
@@ -170,12 +185,32 @@ def _fetch(url: str, tmp: Path, *, expected_size: Optional[int], progress: bool,
     except OSError as exc:
         raise InputError(f"cannot write the download to {tmp.parent} ({exc.strerror or exc})",
                          path=dest_for_errors, fix="free disk space or choose another --data-dir") from None
-    if total is not None and n != total:
+    if head_lines is not None and not cut_short and n and not _ends_line(tmp):
+        lines += 1  # a last line without a final newline
+    if total is not None and n != total and not cut_short:
         raise InputError(
             f"download of {url} is incomplete: got {n} of {total} bytes (the connection was closed early)",
             path=dest_for_errors, fix=retry,
         )
-    return h.hexdigest(), n
+    return h.hexdigest(), n, (lines if head_lines is not None else None)
+
+
+def _head(chunk: bytes, wanted: int) -> tuple:
+    """``(kept, n_lines)``: ``chunk`` up to and including its ``wanted``-th newline (all of it
+    if it has fewer), and the number of complete lines kept."""
+    count = chunk.count(b"\n")
+    if count < wanted:
+        return chunk, count
+    end = -1
+    for _ in range(wanted):
+        end = chunk.index(b"\n", end + 1)
+    return chunk[:end + 1], wanted
+
+
+def _ends_line(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) == b"\n"
 
 
 def _short(exc: BaseException) -> str:
@@ -238,13 +273,17 @@ def _download_one(name: str, remote: RemoteFile, folder: Path, *, force: bool, p
     url = remote_url(name, remote, base_url)
     tmp = _temp_path(folder, remote.filename)
     try:
-        digest, n = _fetch(url, tmp, expected_size=remote.size, progress=progress, desc=remote.filename,
-                           timeout=timeout, dest_for_errors=final, corpus=name)
+        digest, n, n_lines = _fetch(url, tmp, expected_size=remote.size, progress=progress, desc=remote.filename,
+                                    timeout=timeout, dest_for_errors=final, corpus=name, head_lines=remote.head_lines)
         if digest != remote.sha256:
+            kept = ""
+            if remote.head_lines is not None:
+                kept = f", the first {n_lines:,} lines" if n_lines == remote.head_lines else \
+                    f"; the file has only {n_lines:,} lines, {remote.head_lines:,} are kept"
             raise InputError(
                 f"checksum mismatch for {url}: expected sha256 {remote.sha256}, got {digest} ({n} bytes"
                 + (f", expected {remote.size}" if remote.size is not None and remote.size != n else "")
-                + "); nothing was saved",
+                + kept + "); nothing was saved",
                 path=final,
                 fix=f"retry `ngramlm corpora download {name} --force`; if it persists the server "
                     "(or mirror) serves different bytes: get the file elsewhere and check it with `ngramlm corpora info`",
@@ -257,7 +296,8 @@ def _download_one(name: str, remote: RemoteFile, folder: Path, *, force: bool, p
     except BaseException:
         _unlink_quietly(tmp)
         raise
-    log(f"  {', '.join(locals_)}: downloaded from {url} ({n:,} bytes, sha256 ok)")
+    head = f"first {n_lines:,} lines, " if remote.head_lines is not None else ""
+    log(f"  {', '.join(locals_)}: downloaded from {url} ({head}{n:,} bytes, sha256 ok)")
     return "downloaded"
 
 

@@ -31,6 +31,26 @@ class RemoteFile:
     filename: str
     extract: Optional[dict] = None
     size: Optional[int] = None  # bytes, when known (lets the progress bar show a total)
+    # Keep only the first N lines of the fetched file; ``sha256`` and ``size`` are those of
+    # the kept bytes (the corpus is a fixed head of a larger upstream file).
+    head_lines: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class ParallelInfo:
+    """What makes a registered corpus parallel: a TSV of (source, target) sentence pairs."""
+
+    filename: str  # the TSV inside <data_dir>/<name>/
+    src_lang: str  # e.g. "en"
+    tgt_lang: str  # e.g. "fr"
+    src_column: int = 0
+    tgt_column: int = 1
+    holdout: tuple = (0.1, 0.1)  # (valid, test) shares of pairs, taken after a seeded shuffle
+    min_count: int = 2  # vocabulary threshold on the training split (d2l's min_freq=2)
+
+    @property
+    def direction(self) -> str:
+        return f"{self.src_lang}->{self.tgt_lang}"
 
 
 @dataclass(frozen=True)
@@ -48,6 +68,7 @@ class CorpusSpec:
     generated: bool = False  # built in, produced by a seeded generator, nothing to download
     homepage: str = ""
     license: str = ""
+    parallel: Optional[ParallelInfo] = None  # set for sentence-pair corpora (load_parallel, not load_corpus)
 
     @property
     def single_file(self) -> bool:
@@ -158,6 +179,24 @@ _register(CorpusSpec(
     holdout=(0.05, 0.05),
     homepage="https://github.com/bigeagle/picoGPT",
     license="public domain (18th century)",
+))
+
+_register(CorpusSpec(
+    name="fra-eng",
+    description="English-French sentence pairs (Tatoeba via ManyThings, d2l's seq2seq data), first 5,000 pairs",
+    files={"train": "fra-eng.tsv", "valid": "fra-eng.tsv", "test": "fra-eng.tsv"},
+    downloads=(
+        # The full upstream pair file (~200k lines, sorted by length); the corpus is its first 5,000 lines.
+        RemoteFile(
+            "https://raw.githubusercontent.com/NJUxlj/seq2seq-attention-translation/"
+            "b20755b1c81f2d82526ab967dbc8ec6465f22f14/data/eng-fra.txt",
+            "d952b56a181da5270b7bb4ded3f3bbe61e67a9b1de0e0fbc1d46438c71fb55a7", "fra-eng.tsv",
+            size=562864, head_lines=5000),
+    ),
+    tokenizer=TokenizerSpec(kind="punct", lower=True),
+    parallel=ParallelInfo(filename="fra-eng.tsv", src_lang="en", tgt_lang="fr"),
+    homepage="https://tatoeba.org / https://www.manythings.org/anki/",
+    license="CC-BY 2.0 (France), tatoeba.org; the attribution column is kept",
 ))
 
 

@@ -11,6 +11,11 @@ Kinds
 ``char``        every character a token; spaces become ``space_symbol``
 ``cjk``         every Han (CJK ideograph) character a token, Latin words and numbers
                 as words, punctuation as single tokens
+``punct``       d2l's machine-translation preprocessing: no-break spaces (U+00A0,
+                U+202F) become spaces, a space is inserted before each of ``, . ! ?``
+                that directly follows a non-space character, then the text is split
+                on whitespace ("Va !" -> ``Va !``, "I'm OK." -> ``I'm OK .``; apostrophes
+                stay inside words)
 """
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ from typing import Callable, Optional
 
 from .errors import InputError
 
-KINDS = ("whitespace", "regex", "char", "cjk")
+KINDS = ("whitespace", "regex", "char", "cjk", "punct")
 NORMALIZATIONS = (None, "NFC", "NFKC", "NFD", "NFKD")
 
 # Words keep inner apostrophes and hyphens ("don't", "well-known"); numbers keep
@@ -37,6 +42,10 @@ _CJK_TOKEN = re.compile(
     rf"[{_HAN}]|(?:(?![{_HAN}])[^\W\d_])+(?:['’\-](?:(?![{_HAN}])[^\W\d_])+)*|{_NUMBER}|[^\w\s]|_",
     re.UNICODE,
 )
+
+# d2l's preprocess_nmt: French typography puts a (narrow) no-break space before "!" and "?".
+_NO_BREAK_SPACES = str.maketrans({"\u00a0": " ", "\u202f": " "})
+_GLUED_PUNCT = re.compile(r"(?<=\S)([,.!?])")
 
 
 @dataclass(frozen=True)
@@ -118,6 +127,17 @@ def cjk_tokenize(text: str) -> list[str]:
     return _CJK_TOKEN.findall(text)
 
 
+def punct_tokenize(text: str) -> list[str]:
+    """Split off ``, . ! ?`` from the word before them, then split on whitespace.
+
+    >>> punct_tokenize("I'm OK.")
+    ["I'm", 'OK', '.']
+    >>> punct_tokenize("Wait...")
+    ['Wait', '.', '.', '.']
+    """
+    return _GLUED_PUNCT.sub(r" \1", text.translate(_NO_BREAK_SPACES)).split()
+
+
 def make_tokenizer(spec: TokenizerSpec) -> Callable[[str], list[str]]:
     """Return a function ``str -> list[str]`` implementing ``spec``."""
     if spec.kind == "whitespace":
@@ -129,6 +149,8 @@ def make_tokenizer(spec: TokenizerSpec) -> Callable[[str], list[str]]:
 
         def base(text: str) -> list[str]:
             return char_tokenize(text, space_symbol=sym)
+    elif spec.kind == "punct":
+        base = punct_tokenize
     else:
         base = cjk_tokenize
 

@@ -407,3 +407,114 @@ def test_cli_download_env_mirror_and_bad_mirror(mirror, tmp_path, run_cli, monke
     # Both settings can come from the environment.
     dl.download_corpus("timemachine", progress=False, timeout=FAST)
     assert (tmp_path / "from-env" / "timemachine" / "timemachine.txt").is_file()
+
+
+# ---------------------------------------------------------------------------- head_lines (fra-eng)
+FRA = REGISTRY["fra-eng"].downloads[0]
+
+
+@pytest.fixture
+def fra_eng_bytes(shared_corpora):
+    path = shared_corpora / "fra-eng" / "fra-eng.tsv"
+    if not path.is_file():
+        pytest.skip(f"{path} not found (set NGRAMLM_TEST_CORPORA)")
+    return path.read_bytes()
+
+
+@pytest.fixture
+def tmp_mirror(tmp_path, monkeypatch):
+    """A second server, on a folder of the test's own, laid out like a mirror."""
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.delenv("NGRAMLM_DOWNLOAD_MIRROR", raising=False)
+    root = tmp_path / "served"
+    root.mkdir()
+    server = MirrorServer(root)
+    yield server, root
+    server.close()
+
+
+def test_fra_eng_download_via_mirror_keeps_the_head_and_verifies(mirror, fra_eng_bytes, tmp_path):
+    lines = []
+    folder = dl.download_corpus("fra-eng", data_dir=tmp_path, base_url=mirror.url, progress=False, timeout=FAST,
+                                log=lines.append)
+    assert FRA.head_lines == 5000 and FRA.size == len(fra_eng_bytes) == 562_864
+    assert _listing(folder) == ["fra-eng.tsv"]
+    got = (folder / "fra-eng.tsv").read_bytes()
+    assert got == fra_eng_bytes and _sha256(got) == FRA.sha256
+    assert mirror.hits["/fra-eng/fra-eng.tsv"] == 1
+    assert "first 5,000 lines, 562,864 bytes, sha256 ok" in lines[0]
+    assert dl.verify_corpus("fra-eng", tmp_path)["complete"] is True
+    assert dl.download_status(REGISTRY["fra-eng"], tmp_path) == "yes"
+    # Verified present: skipped.  And the loader reads the downloaded copy.
+    dl.download_corpus("fra-eng", data_dir=tmp_path, base_url=mirror.url, progress=False, timeout=FAST)
+    assert mirror.hits["/fra-eng/fra-eng.tsv"] == 1
+    from corpora.parallel import load_parallel
+
+    assert load_parallel("fra-eng", data_dir=tmp_path).sizes()["test"]["pairs"] == 500
+
+
+@pytest.mark.parametrize("extra", [b"Extra line.\tLigne en plus.\tattribution\n" * 20_000,
+                                   b"One more.\tEncore une.",  # the upstream tail need not end in a newline
+                                   b""])
+def test_fra_eng_from_a_longer_upstream_file_keeps_5000_lines(tmp_mirror, fra_eng_bytes, tmp_path, extra):
+    # The real source is the full pair file (~200k lines): only its first 5,000 lines are kept and checked.
+    server, root = tmp_mirror
+    (root / "fra-eng").mkdir()
+    (root / "fra-eng" / "fra-eng.tsv").write_bytes(fra_eng_bytes + extra)
+    data_dir = tmp_path / "data"
+    dl.download_corpus("fra-eng", data_dir=data_dir, base_url=server.url, progress=False, timeout=FAST)
+    got = (data_dir / "fra-eng" / "fra-eng.tsv").read_bytes()
+    assert got == fra_eng_bytes and _sha256(got) == FRA.sha256 and got.count(b"\n") == 5000
+    assert _listing(data_dir / "fra-eng") == ["fra-eng.tsv"]
+    assert server.hits["/fra-eng/fra-eng.tsv"] == 1
+
+
+def test_fra_eng_shorter_or_different_file_is_rejected(mirror, fra_eng_bytes, tmp_path):
+    head = b"".join(fra_eng_bytes.splitlines(keepends=True)[:4000])
+    mirror.rules["/fra-eng/fra-eng.tsv"] = ("bytes", head)
+    with pytest.raises(InputError) as info:
+        dl.download_corpus("fra-eng", data_dir=tmp_path, base_url=mirror.url, progress=False, timeout=FAST)
+    msg = str(info.value)
+    assert "checksum mismatch" in msg and FRA.sha256 in msg
+    assert "the file has only 4,000 lines, 5,000 are kept" in msg
+    assert _listing(tmp_path / "fra-eng") == []
+    # 5,000+ lines whose head differs by one byte: the checksum of the kept lines catches it.
+    mirror.rules["/fra-eng/fra-eng.tsv"] = ("bytes", fra_eng_bytes.replace(b"Va !", b"Va!", 1) + b"more\tplus\n")
+    with pytest.raises(InputError, match="checksum mismatch.*the first 5,000 lines"):
+        dl.download_corpus("fra-eng", data_dir=tmp_path, base_url=mirror.url, progress=False, timeout=FAST)
+    assert _listing(tmp_path / "fra-eng") == []
+    # A connection dropped before the 5,000th line is an interrupted download, not a short file.
+    mirror.rules["/fra-eng/fra-eng.tsv"] = ("truncate", fra_eng_bytes[:300_000], len(fra_eng_bytes) + 100)
+    with pytest.raises(InputError, match="interrupted|incomplete"):
+        dl.download_corpus("fra-eng", data_dir=tmp_path, base_url=mirror.url, progress=False, timeout=FAST)
+    assert _listing(tmp_path / "fra-eng") == []
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 7, 64])
+def test_head_lines_cut_falls_anywhere_in_a_chunk(mirror, monkeypatch, tmp_path, chunk):
+    body = b"a\tb\nc\td\ne\tf\ng\th\n"
+    kept = b"a\tb\nc\td\ne\tf\n"
+    spec = CorpusSpec(name="headtest", description="", files={"train": "h.tsv", "valid": "h.tsv", "test": "h.tsv"},
+                      downloads=(RemoteFile("https://example.invalid/h.tsv", _sha256(kept), "h.tsv", head_lines=3),))
+    monkeypatch.setitem(REGISTRY, "headtest", spec)
+    monkeypatch.setattr(dl, "CHUNK_SIZE", chunk)
+    mirror.rules["/headtest/h.tsv"] = ("bytes", body)
+    dl.download_corpus("headtest", data_dir=tmp_path, base_url=mirror.url, progress=False, timeout=FAST)
+    assert (tmp_path / "headtest" / "h.tsv").read_bytes() == kept
+    # Exactly the head, without a final newline, is accepted when that is what the checksum says.
+    spec2 = CorpusSpec(name="headtest2", description="", files=spec.files,
+                       downloads=(RemoteFile("https://example.invalid/h.tsv", _sha256(b"a\tb\nc\td"), "h.tsv",
+                                             head_lines=2),))
+    monkeypatch.setitem(REGISTRY, "headtest2", spec2)
+    mirror.rules["/headtest2/h.tsv"] = ("bytes", b"a\tb\nc\td")
+    dl.download_corpus("headtest2", data_dir=tmp_path, base_url=mirror.url, progress=False, timeout=FAST)
+    assert (tmp_path / "headtest2" / "h.tsv").read_bytes() == b"a\tb\nc\td"
+
+
+def test_cli_download_fra_eng(mirror, fra_eng_bytes, tmp_path, run_cli):
+    code, out, err = run_cli("corpora", "download", "fra-eng", "--mirror", mirror.url, "--data-dir", tmp_path)
+    assert code == 0, err
+    assert f"fra-eng: ready in {tmp_path / 'fra-eng'}" in out and "first 5,000 lines" in out
+    assert (tmp_path / "fra-eng" / "fra-eng.tsv").read_bytes() == fra_eng_bytes
+    code, out, _ = run_cli("corpora", "info", "fra-eng", "--data-dir", tmp_path)
+    assert code == 0 and "fra-eng.tsv: sha256 ok  562,864 bytes, 5,000 lines" in out and "status: complete" in out

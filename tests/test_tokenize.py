@@ -11,7 +11,8 @@ import pytest
 from corpora import InputError, TokenizerSpec, Vocab, load_corpus, load_text_corpus, make_tokenizer, prepare
 from corpora.corpus import holdout_ranges, read_sentences
 from corpora.textio import atomic_write_text, decode_text, iter_lines, read_text
-from corpora.tokenize import char_tokenize, cjk_tokenize, detokenize, regex_tokenize, whitespace_tokenize
+from corpora.tokenize import (KINDS, char_tokenize, cjk_tokenize, detokenize, punct_tokenize, regex_tokenize,
+                              whitespace_tokenize)
 
 HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef]")
 
@@ -66,6 +67,26 @@ def test_cjk_on_hongloumeng(shared_corpora):
         assert all(len(t) == 1 for t in han)
         assert len(han) == len(HAN.findall(line))
         assert "".join(tokens) == "".join(line.split())  # nothing dropped but spaces
+
+
+def test_punct_tokenizer_is_d2l_nmt_preprocessing():
+    assert "punct" in KINDS
+    assert punct_tokenize("Va !") == ["Va", "!"]
+    assert punct_tokenize("Go.") == ["Go", "."]
+    assert punct_tokenize("I'm OK.") == ["I'm", "OK", "."]  # apostrophes stay inside words
+    assert punct_tokenize("Je suis tellement désolé\u202f!") == ["Je", "suis", "tellement", "désolé", "!"]
+    assert punct_tokenize("Viens\u00a0!") == ["Viens", "!"]
+    assert punct_tokenize("Oui, j’ai vu ça ?") == ["Oui", ",", "j’ai", "vu", "ça", "?"]
+    # As d2l: a mark is split off only from the character before it, not from the one after.
+    assert punct_tokenize("Wait...") == ["Wait", ".", ".", "."]
+    assert punct_tokenize("3.5 a,b") == ["3", ".5", "a", ",b"]
+    assert punct_tokenize(" \u202f ") == []
+    tok = make_tokenizer(TokenizerSpec(kind="punct", lower=True))
+    assert tok("Go.\tVa !") == ["go", ".", "va", "!"]
+    assert tok("ÇA VA ?") == ["ça", "va", "?"]
+    assert detokenize(["va", "!"], TokenizerSpec(kind="punct")) == "va !"
+    spec = TokenizerSpec(kind="punct", lower=True)
+    assert TokenizerSpec.from_dict(spec.to_dict()) == spec and spec.describe() == "punct+lower"
 
 
 def test_spec_validation_and_serialisation():
