@@ -25,6 +25,7 @@ _COMMANDS = {
     "import-arpa": ("ngramlm.commands:import_arpa_cmd", "Read an ARPA file into the native format."),
     "infini": ("ngramlm.infini_commands:infini_group", "The ∞-gram: unbounded-order n-grams on a suffix array."),
     "neural": ("neural.commands:neural_group", "Neural language models (RNN, LSTM, GRU, Transformer)."),
+    "seq2seq": ("neural.seq2seq_commands:seq2seq_group", "Encoder-decoder translation with attention and beam search."),
     "compare": ("reports.commands:compare_cmd", "Train count and neural models on one corpus and report."),
     "report": ("reports.commands:report_cmd", "Re-render a comparison report from results.json."),
 }

@@ -6,7 +6,7 @@
   is the raw log-probability (favours short outputs), ``alpha = 1`` the mean per token;
 - :func:`score_pairs`: the conditional log-probability of reference targets (teacher forcing),
   every target word and ``</s>`` predicted -- the tokens the n-gram and LSTM LMs predict;
-- :func:`corpus_bleu`: sacrebleu's corpus BLEU and its signature.
+- :func:`corpus_bleu`: sacrebleu's corpus BLEU over the toolkit's tokens, and its signature.
 """
 from __future__ import annotations
 
@@ -124,11 +124,13 @@ def ids_to_text(vocab, ids: Sequence[int]) -> str:
     return " ".join(words)
 
 
-def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], *, tokenize: str = "13a") -> tuple:
-    """``(BLEU, signature)`` of detokenized-or-tokenized strings, one reference per sentence."""
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], *, tokenize: str = "none") -> tuple:
+    """``(BLEU, signature)``, one reference per sentence.  The default ``tokenize="none"`` scores the
+    strings' own space-separated tokens -- the toolkit's tokenization, which already splits punctuation
+    (sacrebleu's 13a would re-tokenize them, and warns that they look tokenized)."""
     from sacrebleu.metrics import BLEU
 
-    metric = BLEU(tokenize=tokenize)
+    metric = BLEU(tokenize=tokenize, force=True)
     result = metric.corpus_score(list(hypotheses), [list(references)])
     return float(result.score), str(metric.get_signature())
 
