@@ -24,8 +24,15 @@ _SETTING_OPTIONS = {
     "checkpoints": "checkpoints",
     "curve": "curve", "curve_minutes": "curve_minutes", "curve_smoother": "curve_smoother",
     "passage_tokens": "passage_tokens", "toy_train_tokens": "toy_train_tokens",
-    "toy_eval_tokens": "toy_eval_tokens", "seed": "seed",
+    "toy_eval_tokens": "toy_eval_tokens", "seed": "seed", "seq2seq_minutes": "seq2seq_minutes", "beams": "beams",
 }
+
+
+def _parse_beams(text: str) -> tuple:
+    try:
+        return tuple(int(k) for k in parse_list(text))
+    except ValueError:
+        raise InputError(f"--beams {text!r} is not a list of integers", fix="use e.g. --beams 1,2,3,4,5") from None
 
 
 def _echo_err(msg: str) -> None:
@@ -55,6 +62,8 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
         "toy_eval_tokens": opts["toy_eval_tokens"],
         "seed": opts["seed"],
         "threads": opts["threads"],
+        "seq2seq_minutes": opts["seq2seq_minutes"],
+        "beams": _parse_beams(opts["beams"]),
     }
     if opts["neural"] is not None and opts["neural"].strip().lower() != "none" and not values["neural"]:
         raise InputError("--neural is empty", fix=f"pass e.g. --neural {','.join(DEFAULT_NEURAL)}, or --neural none")
@@ -65,6 +74,8 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
         base = quick_settings().to_dict()
         for opt, field in _SETTING_OPTIONS.items():
             if not _given(ctx, opt) and field in base:
+                if field.startswith("toy_") and values["corpus"] != "toy":
+                    continue  # the quick toy splits do not apply to another corpus
                 values[field] = tuple(base[field]) if isinstance(base[field], list) else base[field]
         if not _given(ctx, "threads"):
             values["threads"] = base["threads"]
@@ -99,6 +110,10 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
 @click.option("--curve-smoother", default="mkn", show_default=True, help="Smoother of the learning curves' 3- and 5-gram.")
 @click.option("--passage-tokens", type=int, default=40, show_default=True,
               help="Longest test passage of the per-token and attention views.")
+@click.option("--seq2seq-minutes", type=float, default=None,
+              help="Parallel corpora (fra-eng): training minutes per translator [default: the neural budget].")
+@click.option("--beams", default="1,2,3,4,5", show_default=True,
+              help="Parallel corpora: beam sizes of the BLEU table, each with and without length normalisation.")
 @click.option("--toy-train-tokens", type=int, default=None, help="Toy corpus: training tokens [default: 200,000].")
 @click.option("--toy-eval-tokens", type=int, default=None, help="Toy corpus: validation and test tokens [default: 20,000].")
 @click.option("--quick", is_flag=True,
@@ -114,7 +129,7 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
 @json_option
 @click.pass_context
 def compare_cmd(ctx, corpus, out, tokenizer, max_order, smoothers, neural, neural_minutes, neural_epochs, neural_size, checkpoints, curve,
-                curve_minutes, curve_smoother, passage_tokens, toy_train_tokens, toy_eval_tokens, quick, force, resume,
+                curve_minutes, curve_smoother, passage_tokens, seq2seq_minutes, beams, toy_train_tokens, toy_eval_tokens, quick, force, resume,
                 data_dir, seed, threads, verbose, as_json):
     """Train n-gram models (orders 1..N x smoothers) and neural models on one tokenization of CORPUS
     [default: toy], cache every result, and write results.json, report.md and report.html."""
@@ -143,6 +158,11 @@ def compare_cmd(ctx, corpus, out, tokenizer, max_order, smoothers, neural, neura
     else:
         settings = _settings_from_options(ctx, opts, quick)
         prepare_out_dir(out_path, force=force, resume=False)
+    from .parallel_compare import is_parallel
+
+    if is_parallel(settings.corpus):
+        _compare_parallel(settings, out_path, data_dir, verbose, as_json, t0)
+        return
     # Load the corpus before creating the folder: an unknown name must not leave an empty run behind.
     from .data import load_data
 
@@ -170,6 +190,35 @@ def compare_cmd(ctx, corpus, out, tokenizer, max_order, smoothers, neural, neura
               f"in {time.perf_counter() - t0:.1f} s")
 
 
+def _compare_parallel(settings, out_path: Path, data_dir, verbose: bool, as_json: bool, t0: float) -> None:
+    """``compare`` on a parallel corpus: target-side LMs against translators (reports.parallel_compare)."""
+    from corpora.parallel import load_parallel
+
+    from .compare import start_run
+    from .parallel_compare import SPLIT_SEED, ParallelRun
+    from .parallel_render import render_parallel, summary_table as parallel_table
+
+    if settings.tokenizer is not None or settings.checkpoints:
+        raise InputError("--tokenizer and --checkpoint do not apply to a parallel corpus",
+                         fix="drop them; the corpus's tokenizer and vocabularies are used")
+    load_parallel(settings.corpus, data_dir=data_dir, seed=SPLIT_SEED)  # a missing corpus fails before the folder
+    start_run(out_path, settings)
+    try:
+        results = ParallelRun(settings, out_path, data_dir=data_dir, log=_echo_err, verbose=verbose).execute()
+    except KeyboardInterrupt:
+        _echo_err(f"interrupted; what finished is cached. Continue with: ngramlm compare --out {out_path} --resume")
+        raise SystemExit(130)
+    paths = render_parallel(out_path, results)
+    if as_json:
+        click.echo(json.dumps({"corpus": results["corpus"], "rows": [
+            {k: r.get(k) for k in ("id", "label", "side", "valid", "test")} for r in results["rows"]],
+            "bleu": results["bleu"]}, indent=2, default=float))
+    else:
+        click.echo(parallel_table(results))
+    _echo_err(f"wrote {out_path / 'results.json'}, {paths['md']}, {paths['html']} "
+              f"in {time.perf_counter() - t0:.1f} s")
+
+
 @click.command("report")
 @click.argument("directory", type=click.Path(file_okay=False))
 def report_cmd(directory):
@@ -178,7 +227,12 @@ def report_cmd(directory):
     from .render import render
 
     results = read_results(Path(directory))
-    paths = render(Path(directory), results)
+    if results.get("format") == "ngramlm.compare.parallel":
+        from .parallel_render import render_parallel
+
+        paths = render_parallel(Path(directory), results)
+    else:
+        paths = render(Path(directory), results)
     click.echo(f"wrote {paths['md']} and {paths['html']} ({len(paths['plots'])} figures)")
 
 

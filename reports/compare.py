@@ -380,7 +380,7 @@ def read_results(out: Path) -> dict:
         data = json.loads(p.read_text("utf-8"))
     except ValueError as exc:
         raise InputError(f"results.json is not valid JSON ({exc})", path=p, fix="re-run `ngramlm compare`") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    if not isinstance(data, dict) or data.get("format") not in (FORMAT, "ngramlm.compare.parallel"):
         raise InputError("not a comparison results file", path=p, fix="pass the --out folder of `ngramlm compare`")
     return data
 

@@ -44,6 +44,8 @@ class CompareSettings:
     toy_eval_tokens: Optional[int] = None
     seed: int = 1234
     threads: int = 1  # torch.set_num_threads (see `ngramlm compare --help`)
+    seq2seq_minutes: Optional[float] = None  # parallel corpora: budget per translator [default: the neural budget]
+    beams: tuple = (1, 2, 3, 4, 5)  # parallel corpora: beam sizes of the BLEU table (1 = greedy)
 
     # ------------------------------------------------------------------ derived
     @property
@@ -61,6 +63,12 @@ class CompareSettings:
         if self.neural_epochs is not None:
             return {"epochs": self.neural_epochs}
         return {"minutes": self.neural_minutes}
+
+    def seq2seq_budget(self) -> dict:
+        """A translator's budget: ``--seq2seq-minutes`` when given, else the neural models' budget."""
+        if self.seq2seq_minutes is not None:
+            return {"minutes": self.seq2seq_minutes}
+        return self.main_budget()
 
     # ------------------------------------------------------------------ checks
     def validate(self) -> "CompareSettings":
@@ -105,12 +113,15 @@ class CompareSettings:
         if self.neural_epochs is not None and (not isinstance(self.neural_epochs, int) or self.neural_epochs < 1):
             raise InputError(f"--neural-epochs must be a positive integer, got {self.neural_epochs!r}",
                              fix="train at least 1 epoch, or pass --neural none")
-        for name in ("neural_minutes", "curve_minutes"):
+        for name in ("neural_minutes", "curve_minutes", "seq2seq_minutes"):
             v = getattr(self, name)
             if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 option = "--" + name.replace("_", "-")
                 raise InputError(f"{option} must be more than 0 minutes, got {v!r}",
                                  fix=f"give a positive budget such as {option} 0.5, or pass --neural none")
+        if not self.beams or any(not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 20 for k in self.beams):
+            raise InputError(f"--beams must list beam sizes from 1 to 20, got {list(self.beams)!r}",
+                             fix="use e.g. --beams 1,2,3,4,5")
         if not self.curve:
             raise InputError("no learning-curve fractions", fix="pass e.g. --curve 0.01,0.1,1")
         for f in self.curve:

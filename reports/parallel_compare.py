@@ -1,0 +1,325 @@
+"""``ngramlm compare fra-eng``: how much does knowing the source lower the target's perplexity?
+
+On a parallel corpus every model predicts the same thing -- each target sentence's words and its
+``</s>``, over the target vocabulary fitted on the training pairs -- so their perplexities are
+comparable:
+
+1. n-gram models of the target side (orders 1..N x smoothers), knowing nothing of the source;
+2. neural LMs of the target side (LSTM by default), knowing nothing of the source;
+3. the encoder-decoder without attention (the source squeezed into one vector), and
+4. with additive attention: *conditional* perplexities, ``P(y | x)``.
+
+Then BLEU of both translators on the test pairs (greedy, and beam k = 2..K with and without
+length normalisation), example translations, and the attention matrices of test pairs for the
+report's heatmap.  Results are cached like the monolingual run's (``DIR/cache``), so a re-run or
+``--resume`` trains only what is missing.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+
+from .cache import Cache
+from .compare import write_results
+from .data import CompareData, cache_key
+
+FORMAT = "ngramlm.compare.parallel"
+FORMAT_VERSION = 1
+SPLIT_SEED = 0  # the corpus's train/valid/test shuffle: fixed, so every run compares on the same pairs
+ALPHA = 0.7  # length normalisation of the "normalised" beam rows: log P / T**0.7 (GNMT's 0.6-0.7)
+N_ATTENTION = 6  # test pairs shown in the attention heatmap
+N_EXAMPLES = 12  # test pairs shown with their translations
+
+
+def is_parallel(corpus: str) -> bool:
+    """A registered parallel corpus, or a ``.tsv`` file of sentence pairs."""
+    from corpora.registry import REGISTRY
+
+    spec = REGISTRY.get(corpus)
+    if spec is not None:
+        return spec.parallel is not None
+    return corpus.endswith(".tsv") and Path(corpus).is_file()
+
+
+def target_side(par) -> CompareData:
+    """The target sentences of every split as a monolingual dataset over the target vocabulary."""
+    from corpora.corpus import Corpus, Dataset
+
+    splits = {s: par.target_sentences(s) for s in ("train", "valid", "test")}
+    corpus = Corpus(name=f"{par.name}:{par.tgt_lang}", tokenizer=par.tokenizer, splits=splits)
+    encoded = {s: par.tgt_vocab.encode_sentences(sents) for s, sents in splits.items()}
+    ds = Dataset(corpus=corpus, vocab=par.tgt_vocab, encoded=encoded)
+    sizes = {s: {"sentences": enc.n_sentences, "tokens": enc.n_tokens} for s, enc in encoded.items()}
+    return CompareData(dataset=ds, name=corpus.name, fingerprint=par.fingerprint[:20], sizes=sizes, truth={})
+
+
+class ParallelRun:
+    """One comparison on a parallel corpus, written into ``out``."""
+
+    def __init__(self, settings, out: Path, *, data_dir: Optional[str] = None,
+                 log: Optional[Callable[[str], None]] = None, verbose: bool = False) -> None:
+        self.settings, self.out, self.data_dir = settings, Path(out), data_dir
+        self.log = log or (lambda msg: None)
+        self.verbose = verbose
+        self.counters = {"trained": 0, "cached": 0}
+        self.models: dict = {}  # translator row id -> loaded model
+
+    # ------------------------------------------------------------------ helpers
+    def _cached_or(self, kind: str, settings: dict, compute: Callable[[str], tuple]) -> dict:
+        key = cache_key(kind, settings, self.par.fingerprint)
+        t0 = time.perf_counter()
+        row = self.cache.get(key)
+        if row is not None:
+            self.counters["cached"] += 1
+            row["cached"] = True
+        else:
+            row, arrays = compute(key)
+            self.counters["trained"] += 1
+            self.cache.put(key, row, arrays)
+            row["cached"] = False
+        row["key"] = key
+        tag = "cached" if row["cached"] else f"{time.perf_counter() - t0:.1f} s"
+        test = (row.get("test") or {}).get("ppl")
+        self.log(f"  {row['id']:<24} test ppl {'-' if test is None else f'{test:9.2f}'}  ({tag})"
+                 + (f"  not estimated: {row['error']}" if row.get("error") else ""))
+        return row
+
+    # ------------------------------------------------------------------ the run
+    def execute(self) -> dict:
+        from corpora.parallel import load_parallel
+
+        s = self.settings
+        t_start = time.perf_counter()
+        self.par = par = load_parallel(s.corpus, data_dir=self.data_dir, seed=SPLIT_SEED)
+        self.data = target_side(par)
+        self.cache = Cache(self.out / "cache")
+        sizes = par.sizes()
+        self.results = res = {
+            "format": FORMAT, "version": FORMAT_VERSION, "status": "running",
+            "created": _dt.datetime.now().isoformat(timespec="seconds"), "settings": s.to_dict(),
+            "corpus": {"name": par.name, "src_lang": par.src_lang, "tgt_lang": par.tgt_lang, "sizes": sizes,
+                       "src_types": par.src_vocab.n_types, "tgt_types": par.tgt_vocab.n_types,
+                       "split_seed": SPLIT_SEED, "tokenizer": par.tokenizer.to_dict(), "fingerprint": par.fingerprint},
+            "rows": [], "bleu": [], "attention": [], "examples": [],
+        }
+        self.log(f"corpus {par.name} ({par.src_lang} -> {par.tgt_lang}): {sizes['train']['pairs']:,} training pairs, "
+                 f"{sizes['test']['pairs']:,} test pairs; target side {par.tgt_vocab.n_types:,} types, "
+                 f"{self.data['test'].n_tokens:,} test tokens predicted; results in {self.out}")
+        try:
+            self._ngram_stage()
+            self._lm_stage()
+            self._translator_stage()
+            self._bleu_stage()
+            self._examples_stage()
+            res["status"] = "complete"
+        except KeyboardInterrupt:
+            res["status"] = "interrupted"
+            raise
+        except BaseException:
+            res["status"] = "failed"
+            raise
+        finally:
+            res["timing"] = {"total_seconds": time.perf_counter() - t_start, **self.counters}
+            write_results(self.out, res)
+        return res
+
+    def _ngram_stage(self) -> None:
+        from ngramlm import NgramCounts
+
+        from .ngram_part import ngram_row, ngram_settings
+
+        s, d = self.settings, self.data
+        counts = NgramCounts.from_encoded(d["train"], order=s.max_order, vocab_size=len(d.vocab))
+        self.log(f"n-gram models of the target side: orders 1..{s.max_order} x {', '.join(s.smoothers)}")
+        for smoother in s.smoothers:
+            for order in range(1, s.max_order + 1):
+                row = self._cached_or("ngram", ngram_settings(smoother, order),
+                                      lambda key, sm=smoother, o=order: ngram_row(sm, o, counts, d))
+                row["side"] = "target LM"
+                self.results["rows"].append(row)
+
+    def _lm_stage(self) -> None:
+        s, d = self.settings, self.data
+        if not s.neural:
+            return
+        import torch
+
+        torch.set_num_threads(s.threads)
+        from .compare import describe_budget
+        from .neural_part import neural_row, neural_settings
+
+        budget = s.main_budget()
+        self.log(f"neural LMs of the target side ({s.neural_size}, {describe_budget(budget)} each): "
+                 f"{', '.join(s.neural)}")
+        for name in s.neural:
+            ns = neural_settings(name, s.neural_size, budget, s.seed, len(d.vocab))
+            row = self._cached_or("neural", ns, lambda key, n=name, ns=ns: neural_row(
+                n, ns, d, self.cache.checkpoint(key), log=self.log if self.verbose else None, warn=self.log))
+            row["side"] = "target LM"
+            self.results["rows"].append(row)
+
+    def _translator_stage(self) -> None:
+        import torch
+
+        from .compare import describe_budget
+
+        s = self.settings
+        torch.set_num_threads(s.threads)
+        budget = s.seq2seq_budget()
+        self.log(f"translators ({s.neural_size}, {describe_budget(budget)} each): seq2seq, seq2seq + attention")
+        for attention in (False, True):
+            settings = translator_settings(s.neural_size, budget, s.seed, attention, self.par)
+            row = self._cached_or("seq2seq", settings, lambda key, st=settings: translator_row(
+                st, self.par, self.cache.checkpoint(key), log=self.log if self.verbose else None, warn=self.log))
+            row["side"] = "translator"
+            self.results["rows"].append(row)
+            if not row.get("error"):
+                from neural.checkpoint import best_path, load_model
+
+                ckpt = self.cache.checkpoint(row["key"])
+                self.models[row["id"]] = load_model(best_path(ckpt) if best_path(ckpt).exists() else ckpt)[0]
+
+    def _bleu_stage(self) -> None:
+        s = self.settings
+        for rid, model in self.models.items():
+            settings = {"row": rid, "beams": list(s.beams), "alpha": ALPHA, "row_key": _row_key(self.results, rid)}
+            row = self._bleu_cached(rid, settings, model)
+            self.results["bleu"].extend(row["bleu"])
+        best = max(self.results["bleu"], key=lambda r: r["bleu"], default=None)
+        if best:
+            self.log(f"best BLEU {best['bleu']:.2f}: {best['model']} {best['decoder']} k={best['beam']} "
+                     f"alpha={best['alpha']} ({best['signature']})")
+
+    def _bleu_cached(self, rid: str, settings: dict, model) -> dict:
+        from neural.seq2seq_commands import bleu_table
+
+        key = cache_key("bleu", settings, self.par.fingerprint)
+        row = self.cache.get(key)
+        if row is None:
+            t0 = time.perf_counter()
+            rows = bleu_table(model, self.par, "test", beams=tuple(self.settings.beams), alphas=(0.0, ALPHA))
+            for r in rows:
+                r["model"] = rid
+            row = {"id": f"bleu:{rid}", "bleu": rows, "seconds": time.perf_counter() - t0}
+            self.cache.put(key, row)
+        for r in row["bleu"]:
+            self.log(f"  BLEU {rid:<16} {r['decoder']:<6} k={r['beam']} alpha={r['alpha']:<4} {r['bleu']:6.2f}")
+        return row
+
+    def _examples_stage(self) -> None:
+        from neural.translate import attention_for, beam_translate, best_translation, greedy_translate, ids_to_text
+
+        par = self.par
+        src, tgt = par.encode("test")
+        raw = par.raw["test"]
+        # The first test pairs with at least 4 target tokens: long enough for a picture of alignment.
+        chosen = [i for i in range(len(src)) if len(tgt[i]) >= 4][:max(N_ATTENTION, N_EXAMPLES)]
+        outputs = {}
+        for rid, model in self.models.items():
+            greedy = greedy_translate(model, [src[i] for i in chosen])
+            beam = [best_translation(beam_translate(model, src[i], beam_size=max(self.settings.beams), alpha=ALPHA))
+                    for i in chosen]
+            outputs[rid] = ([ids_to_text(par.tgt_vocab, g) for g in greedy],
+                            [ids_to_text(par.tgt_vocab, b) for b in beam])
+        for j, i in enumerate(chosen[:N_EXAMPLES]):
+            self.results["examples"].append({
+                "source": raw[i][0], "reference": raw[i][1],
+                "translations": {rid: {"greedy": g[j], "beam": b[j]} for rid, (g, b) in outputs.items()}})
+        attn = self.models.get("seq2seq-attn")
+        if attn is None:
+            return
+        for i in chosen[:N_ATTENTION]:
+            w = attention_for(attn, src[i], tgt[i])
+            src_tokens = [par.src_vocab.lookup_token(int(t)) for t in src[i]] + ["</s>"]
+            tgt_tokens = [par.tgt_vocab.lookup_token(int(t)) for t in tgt[i]] + ["</s>"]
+            with np.errstate(divide="ignore"):
+                logw = np.log(w)
+            # ln of the weights: softmax(ln w / T) is the attention at softmax temperature T.
+            self.results["attention"].append({
+                "source": src_tokens, "target": tgt_tokens,
+                "log_weights": [[None if not math.isfinite(x) else round(float(x), 5) for x in r] for r in logw]})
+
+
+def _row_key(results: dict, rid: str) -> str:
+    return next(r["key"] for r in results["rows"] if r["id"] == rid)
+
+
+# ---------------------------------------------------------------------------- translators
+def translator_settings(size: str, budget: dict, seed: int, attention: bool, par) -> dict:
+    import dataclasses
+
+    from neural.config import SEQ2SEQ_PRESETS, SEQ2SEQ_TRAIN, sized
+
+    mcfg = sized(SEQ2SEQ_PRESETS[size], len(par.tgt_vocab), src_vocab_size=len(par.src_vocab), attention=attention)
+    tcfg = dataclasses.replace(SEQ2SEQ_TRAIN, seed=seed, time_budget=budget.get("minutes"),
+                               epochs=budget.get("epochs") or SEQ2SEQ_TRAIN.epochs,
+                               patience=0 if budget.get("epochs") else SEQ2SEQ_TRAIN.patience)
+    return {"model": "seq2seq-attn" if attention else "seq2seq", "size": size, "budget": budget,
+            "model_config": mcfg.to_dict(), "train_config": tcfg.to_dict()}
+
+
+def translator_row(settings: dict, par, checkpoint: Path, *, log=None, warn=None) -> tuple:
+    """Train (or continue) one translator under its budget and score its conditional perplexity."""
+    from corpora.errors import InputError
+    from neural.checkpoint import best_path, load_model, training_seconds, load_checkpoint
+    from neural.config import TrainConfig
+    from neural.models import build_model
+    from neural.seq2seq_commands import conditional_ppl
+    from neural.seq2seq_train import Seq2SeqTrainer
+
+    attention = settings["model_config"]["attention"]
+    row = {"id": settings["model"], "family": "seq2seq", "model": settings["model"],
+           "label": f"Seq2Seq{' + attention' if attention else ''} ({settings['size']})", "order": None,
+           "settings": settings, "conditional": True, "train_pairs": par.sizes()["train"]["pairs"],
+           "size_unit": "parameters", "budget": settings["budget"], "note": None, "error": None,
+           "valid": None, "test": None, "is_distribution": True}
+    tcfg = TrainConfig.from_dict(settings["train_config"])
+    budget_s = 60.0 * settings["budget"]["minutes"] if settings["budget"].get("minutes") else None
+    row["budget_seconds"] = budget_s
+
+    def quiet(msg: str) -> None:
+        if log is not None:
+            log(msg)
+        elif warn is not None and msg.startswith(("note:", "error:")):
+            warn(f"  [{row['id']}] {msg}")
+
+    n_eval = sum(par.sizes()[s]["tgt_tokens"] + par.sizes()[s]["pairs"] for s in ("valid", "test"))
+    kw = dict(progress=False, log=quiet, reserve_tokens=n_eval, data_info={"corpus": par.name, "split_seed": 0})
+    train, valid = par.encode("train"), par.encode("valid")
+    t0 = time.perf_counter()
+    try:
+        if checkpoint.exists():  # an interrupted run of exactly these settings: continue it
+            done = training_seconds(load_checkpoint(checkpoint).get("train"))
+            over = {} if tcfg.time_budget is None else {"time_budget": max(0.05, tcfg.time_budget - done / 60.0)}
+            trainer = Seq2SeqTrainer.resume(checkpoint, train, valid, vocab=par.tgt_vocab, overrides=over,
+                                            clock_start=t0, **kw)
+            row["note"] = f"continued an interrupted run ({done:.0f} s done before)"
+        else:
+            model = build_model("seq2seq", settings["model_config"], seed=tcfg.seed)
+            model.src_vocab = par.src_vocab
+            trainer = Seq2SeqTrainer(model, par.tgt_vocab, train, valid, tcfg, out=checkpoint, clock_start=t0, **kw)
+            done = 0.0
+        result = trainer.fit()
+    except InputError as exc:
+        row["error"] = str(exc)
+        return row, {}
+    if result.stopped == "interrupted":
+        raise KeyboardInterrupt
+    best = best_path(checkpoint)
+    model = load_model(best)[0] if best.exists() else trainer.model
+    row.update({"train_seconds": done + result.seconds, "stopped": result.stopped,
+                "epochs": round(result.epochs_done, 3), "steps": result.steps, "history": result.history,
+                "size": int(model.n_parameters())})
+    arrays = {}
+    from neural.translate import score_pairs
+
+    for split in ("valid", "test"):
+        row[split] = conditional_ppl(model, par, split)
+        arrays[split] = score_pairs(model, *par.encode(split), per_token=True) / math.log(2)
+    row["wall_seconds"] = done + time.perf_counter() - t0
+    return row, arrays

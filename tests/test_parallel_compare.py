@@ -1,0 +1,75 @@
+"""``ngramlm compare`` on a parallel corpus: every model scores the same target tokens; BLEU grid;
+attention heatmap with the temperature slider; re-rendering with ``ngramlm report``."""
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("sacrebleu")
+pytest.importorskip("jinja2")
+
+
+def _reversal_tsv(path, n=400, seed=0):
+    rng = random.Random(seed)
+    letters = "abcdefgh"
+    lines = []
+    for _ in range(n):
+        s = [rng.choice(letters) for _ in range(rng.randint(2, 5))]
+        lines.append(f"{' '.join(s)} .\t{' '.join(reversed(s))} !\tgenerated")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_compare_on_a_tsv_of_pairs_scores_every_model_on_the_same_target_tokens(run_cli, tmp_path):
+    tsv = _reversal_tsv(tmp_path / "rev.tsv")
+    out = tmp_path / "cmp"
+    code, stdout, err = run_cli("compare", str(tsv), "--quick", "--out", out, "--smoothers", "mkn,wb",
+                                "--neural", "lstm", "--beams", "1,3")
+    assert code == 0, err
+    res = json.loads((out / "results.json").read_text("utf-8"))
+    assert res["format"] == "ngramlm.compare.parallel" and res["status"] == "complete"
+    sizes = res["corpus"]["sizes"]
+    assert sizes["train"]["pairs"] + sizes["valid"]["pairs"] + sizes["test"]["pairs"] == 400
+    want = sizes["test"]["tgt_tokens"] + sizes["test"]["pairs"]  # every target word and </s>
+    by_id = {r["id"]: r for r in res["rows"]}
+    assert {"seq2seq", "seq2seq-attn", "lstm", "mkn-3", "wb-1"} <= set(by_id)
+    for r in res["rows"]:
+        assert r["test"]["tokens"] == want, r["id"]
+        assert r["test"]["ppl"] > 1.0 and math.isfinite(r["test"]["ppl"])
+    assert by_id["seq2seq-attn"]["conditional"] and "conditional" not in by_id["mkn-3"]
+    # BLEU: greedy, then beam 3 with and without length normalisation, per translator.
+    grid = {(b["model"], b["beam"], b["alpha"]) for b in res["bleu"]}
+    assert grid == {(m, k, a) for m in ("seq2seq", "seq2seq-attn") for k, a in ((1, 0.0), (3, 0.0), (3, 0.7))}
+    assert all("tok:none" in b["signature"] and 0.0 <= b["bleu"] <= 100.0 for b in res["bleu"])
+    # Attention matrices: rows are the target tokens + </s>, columns the source tokens + </s>; each row sums to 1.
+    assert res["attention"]
+    for a in res["attention"]:
+        assert len(a["log_weights"]) == len(a["target"]) and a["target"][-1] == "</s>"
+        for row in a["log_weights"]:
+            assert len(row) == len(a["source"])
+            assert sum(math.exp(v) for v in row if v is not None) == pytest.approx(1.0, abs=1e-3)
+    md = (out / "report.md").read_text("utf-8")
+    html = (out / "report.html").read_text("utf-8")
+    assert "reads the source" in md and "| Seq2Seq + attention (tiny) | yes |" in md
+    assert 'id="s2s-temp"' in html and html.count("<noscript>") == len(res["attention"])
+    assert (out / "plots" / "attention_1.png").stat().st_size > 1000
+    # A second run takes everything from the cache; `report` re-renders from results.json.
+    code, _, err = run_cli("compare", str(tsv), "--quick", "--out", out, "--smoothers", "mkn,wb", "--neural", "lstm",
+                           "--beams", "1,3", "--force")
+    assert code == 0 and json.loads((out / "results.json").read_text("utf-8"))["timing"]["trained"] == 0
+    md = (out / "report.md").read_text("utf-8")
+    (out / "report.md").unlink()
+    code, stdout, _ = run_cli("report", out)
+    assert code == 0 and (out / "report.md").read_text("utf-8") == md
+
+
+def test_bad_beams_and_options_that_do_not_apply_are_refused(run_cli, tmp_path):
+    tsv = _reversal_tsv(tmp_path / "rev.tsv", n=50)
+    code, _, err = run_cli("compare", str(tsv), "--quick", "--out", tmp_path / "a", "--beams", "0,2")
+    assert code == 2 and "--beams" in err
+    code, _, err = run_cli("compare", str(tsv), "--quick", "--out", tmp_path / "b", "--tokenizer", "char")
+    assert code == 2 and "parallel corpus" in err
