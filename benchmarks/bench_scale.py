@@ -1,7 +1,7 @@
 """Scale: the memory-bounded build against lmplz on toy corpora of 1 to 256 million tokens.
 
     python benchmarks/bench_scale.py --kenlm-bin ~/kenlm/build/bin --sizes 1,4,16 [--dask-sizes 16]
-           [--memory 1G] [--work /tmp/ngramlm-scale] [--json out.json]
+           [--memory 1G] [--estimation auto] [--in-memory] [--no-ppl] [--work /tmp/ngramlm-scale] [--json out.json]
 
 Corpora (regenerated on demand, cached in --work): sentences of the toy language
 ``ToyLanguage(ToyConfig(seed=0, vocab_size=50000))`` sampled with ``numpy.random.default_rng(1)``
@@ -9,7 +9,11 @@ in batches of 4,096 until the size (words + sentence ends) is reached, one sente
 smaller size is a prefix of a larger one); the test text is 20,000 tokens sampled with seed 2.  Every run is its own process, one at a time, timed by wall
 clock with its peak RSS (``ru_maxrss`` of the child):
 
-* ``ngramlm train FILE --order 5 --discount-fallback --memory 1G -T WORK -o out.arpa``;
+* ``ngramlm train FILE --order 5 --discount-fallback --memory 1G -T WORK [--estimation E] -o out.arpa``
+  (``--estimation auto``, the default, estimates out of core when the merged counts would not fit the
+  budget);
+* with --in-memory, the same text through the in-memory path (``ngramlm train FILE --order 5
+  --discount-fallback -o mem.arpa``), and whether the two ARPA files are byte for byte the same;
 * ``lmplz -o 5 -S 1G -T WORK --discount_fallback < FILE > out.arpa`` (KenLM built from source);
 * with --dask-sizes, the same ngramlm build with ``--dask local:2`` (2 worker processes);
 * ``ngramlm ppl`` of the native model on 20,000 test tokens (load + score), memory-mapped.
@@ -78,9 +82,15 @@ def test_text(work: Path) -> Path:
 @click.option("--sizes", default="1,4,16", show_default=True, help="Training sizes in millions of tokens.")
 @click.option("--dask-sizes", default="", help="Sizes to build on a 2-worker local Dask cluster as well.")
 @click.option("--memory", default="1G", show_default=True)
+@click.option("--estimation", type=click.Choice(["auto", "memory", "disk"]), default="auto", show_default=True,
+              help="ngramlm train --estimation: out-of-core estimation when the counts pass --memory (auto), "
+                   "never (memory) or always (disk).")
+@click.option("--in-memory", "in_memory", is_flag=True,
+              help="Also train through the in-memory path (no --memory) and compare the ARPA files byte for byte.")
+@click.option("--no-ppl", "no_ppl", is_flag=True, help="Skip the import-arpa + ppl runs.")
 @click.option("--work", type=click.Path(file_okay=False), default="/tmp/ngramlm-scale", show_default=True)
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
-def main(kenlm_bin, sizes, dask_sizes, memory, work, json_out):
+def main(kenlm_bin, sizes, dask_sizes, memory, estimation, in_memory, no_ppl, work, json_out):
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
     tmp = work / "tmp"
@@ -94,11 +104,18 @@ def main(kenlm_bin, sizes, dask_sizes, memory, work, json_out):
         row = {"million_tokens": m, "file_mb": corpus.stat().st_size / 2**20}
         out = work / "ours.arpa"
         cmd = NGRAMLM + ["train", corpus, "--order", "5", "--discount-fallback", "--memory", memory, "-T", tmp,
-                         "-o", out]
+                         "--estimation", estimation, "-o", out]
         row["ngramlm_s"], row["ngramlm_mb"] = run_once(cmd)
-        native = work / "ours.npz"
-        run_once(NGRAMLM + ["import-arpa", out, native])
-        row["ppl_load_score_s"], row["ppl_mb"] = run_once(NGRAMLM + ["ppl", native, test])
+        if in_memory:
+            mem_out = work / "mem.arpa"
+            row["in_memory_s"], row["in_memory_mb"] = run_once(
+                NGRAMLM + ["train", corpus, "--order", "5", "--discount-fallback", "-o", mem_out])
+            row["same_arpa"] = _same_bytes(out, mem_out)
+            mem_out.unlink()
+        if not no_ppl:
+            native = work / "ours.npz"
+            run_once(NGRAMLM + ["import-arpa", out, native])
+            row["ppl_load_score_s"], row["ppl_mb"] = run_once(NGRAMLM + ["ppl", native, test])
         if kenlm_bin:
             row["lmplz_s"], row["lmplz_mb"] = run_once(
                 [Path(kenlm_bin) / "lmplz", "-o", "5", "-S", memory, "-T", tmp, "--discount_fallback"],
@@ -111,16 +128,32 @@ def main(kenlm_bin, sizes, dask_sizes, memory, work, json_out):
         click.echo(json.dumps(row))
         for f in ("ours.arpa", "kenlm.arpa", "dask.arpa"):
             (work / f).unlink(missing_ok=True)
-    click.echo("\n| tokens | ngramlm --memory " + memory + " | lmplz -S " + memory + " | ratio | µs/token | "
-               "dask local:2 | ppl (mmap load + score) |\n|---|---|---|---|---|---|---|")
+    click.echo("\n| tokens | ngramlm --memory " + memory + " | in-memory path (same ARPA?) | lmplz -S " + memory +
+               " | ratio | µs/token | dask local:2 | ppl (mmap load + score) |\n|---|---|---|---|---|---|---|---|")
     for r in rows:
         lm = f"{r['lmplz_s']:.1f} s / {r['lmplz_mb']:.0f} MB" if "lmplz_s" in r else "-"
         ratio = f"{r['ratio']:.2f}" if "ratio" in r else "-"
         dk = f"{r['dask_s']:.1f} s / {r['dask_mb']:.0f} MB" if "dask_s" in r else "-"
-        click.echo(f"| {r['million_tokens']:g} M | {r['ngramlm_s']:.1f} s / {r['ngramlm_mb']:.0f} MB | {lm} | {ratio} | "
-                   f"{r['us_per_token']:.2f} | {dk} | {r['ppl_load_score_s']:.2f} s / {r['ppl_mb']:.0f} MB |")
+        im = (f"{r['in_memory_s']:.1f} s / {r['in_memory_mb']:.0f} MB ({'same' if r['same_arpa'] else 'DIFFERENT'})"
+              if "in_memory_s" in r else "-")
+        ppl = f"{r['ppl_load_score_s']:.2f} s / {r['ppl_mb']:.0f} MB" if "ppl_mb" in r else "-"
+        click.echo(f"| {r['million_tokens']:g} M | {r['ngramlm_s']:.1f} s / {r['ngramlm_mb']:.0f} MB | {im} | {lm} | "
+                   f"{ratio} | {r['us_per_token']:.2f} | {dk} | {ppl} |")
     if json_out:
-        Path(json_out).write_text(json.dumps({"memory": memory, "rows": rows}, indent=1))
+        Path(json_out).write_text(json.dumps({"memory": memory, "estimation": estimation, "rows": rows}, indent=1))
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    """Whether two files hold the same bytes (compared a megabyte at a time)."""
+    if a.stat().st_size != b.stat().st_size:
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while True:
+            x, y = fa.read(1 << 20), fb.read(1 << 20)
+            if x != y:
+                return False
+            if not x:
+                return True
 
 
 if __name__ == "__main__":

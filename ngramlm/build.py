@@ -3,7 +3,10 @@
 This is what ``ngramlm train --memory/--temp-dir/--dask`` and :meth:`NgramLM.fit_files` run: the
 vocabulary pass, then the counting pass in blocks (``ngramlm.streaming``) or in shards on Dask
 workers (``ngramlm.distributed``), then the merge.  Estimation follows in memory on the merged
-counts.  Either way the counts -- and so the model -- equal those of counting the text at once.
+counts -- or, with ``estimation="auto"`` when they would not fit the budget (``"disk"``: always),
+out of core on the merged columns in the temp folder (``ngramlm.outofcore``), through the caller's
+``on_disk`` step, which runs while the temp folder still exists.  Either way the counts -- and so
+the model -- equal those of counting the text at once.
 """
 from __future__ import annotations
 
@@ -38,19 +41,32 @@ class BuildInput:
 
 @dataclass
 class BuildResult:
-    counts: NgramCounts
+    counts: Optional[NgramCounts]  # None when the on_disk step ran instead
     vocab: Vocab
     sentences: int
     words: int
+    on_disk: object = None  # what the on_disk step returned (counts were too big for the budget)
+
+
+ESTIMATIONS = ("auto", "memory", "disk")
 
 
 def build_counts(inp: BuildInput, *, order: int, vocab: Optional[Vocab] = None, memory=None,
                  temp_dir: Optional[os.PathLike | str] = None, client=None,
-                 progress: Optional[Callable[[str], None]] = None) -> BuildResult:
+                 progress: Optional[Callable[[str], None]] = None, estimation: str = "memory",
+                 on_disk: Optional[Callable] = None) -> BuildResult:
     """Stream ``inp`` into counts of orders 1..``order`` using at most about ``memory`` (``1G``, ``30%``,
     bytes) for counting, spilling sorted runs to ``temp_dir``; with ``client`` (a
     ``distributed.Client``, or an address: ``tcp://HOST:8786``, ``local:N``) the counting runs on
-    its workers."""
+    its workers.
+
+    ``estimation`` ``"auto"`` or ``"disk"`` with an ``on_disk(disk_counts, vocab, folder, memory)``
+    step: when the merged counts would not fit ``memory`` for the in-memory estimation (``"disk"``:
+    always), they are merged into the temp folder as :class:`~ngramlm.streaming.DiskCounts` and
+    ``on_disk`` runs on them there; its result is ``BuildResult.on_disk`` (``counts`` is None).
+    The Dask build and ``"memory"`` always return the counts in memory."""
+    if estimation not in ESTIMATIONS:
+        raise InputError(f"unknown estimation {estimation!r}", fix=f"use one of {', '.join(ESTIMATIONS)}")
     from corpora.tokenize import TokenizerSpec, make_tokenizer
 
     check_order(order)
@@ -71,7 +87,7 @@ def build_counts(inp: BuildInput, *, order: int, vocab: Optional[Vocab] = None, 
         client = connect(client)
         try:
             return build_counts(inp, order=order, vocab=vocab, memory=mem, temp_dir=temp_dir, client=client,
-                                progress=progress)
+                                progress=progress, estimation=estimation, on_disk=on_disk)
         finally:
             close(client)
     with TempFolder(temp_dir) as folder:
@@ -107,6 +123,41 @@ def build_counts(inp: BuildInput, *, order: int, vocab: Optional[Vocab] = None, 
             say(f"counting in blocks of {block:,} tokens (memory budget {mem >> 20} MB, temp folder {folder.path})")
             blocks = encoded_blocks(sources, vocab, tokenize, block_tokens=block, keep_empty=inp.keep_empty,
                                     line_filter=filt)
-        counts = count_blocks(blocks, order=order, vocab_size=len(vocab), memory=mem, folder=folder,
-                              progress=say, stats=stats)
-        return BuildResult(counts, vocab, stats["sentences"], stats["words"])
+        if on_disk is None or estimation == "memory":
+            counts = count_blocks(blocks, order=order, vocab_size=len(vocab), memory=mem, folder=folder,
+                                  progress=say, stats=stats)
+            return BuildResult(counts, vocab, stats["sentences"], stats["words"])
+        counts, disk = _counts_or_disk(blocks, order=order, V=len(vocab), mem=mem, folder=folder,
+                                       estimation=estimation, say=say, stats=stats)
+        if disk is None:
+            return BuildResult(counts, vocab, stats["sentences"], stats["words"])
+        say(f"{disk.total():,} n-grams of orders 2-{order} merged into the temp folder: estimating out of core")
+        result = on_disk(disk, vocab, folder, mem)
+        disk.close()
+        return BuildResult(None, vocab, stats["sentences"], stats["words"], on_disk=result)
+
+
+def _counts_or_disk(blocks, *, order: int, V: int, mem: int, folder: TempFolder, estimation: str, say,
+                    stats: dict) -> tuple:
+    """``(counts, None)`` in memory, or ``(None, DiskCounts)`` when they would not fit the in-memory
+    estimation within ``mem`` (or ``estimation == "disk"``)."""
+    from .outofcore import BYTES_PER_NGRAM_IN_MEMORY
+    from .streaming import FIXED_OVERHEAD, DiskCounts, count_runs
+
+    def fits(n_ngrams: int) -> bool:
+        return estimation == "auto" and n_ngrams * BYTES_PER_NGRAM_IN_MEMORY <= mem - FIXED_OVERHEAD
+
+    merger, counts = count_runs(blocks, order=order, vocab_size=V, memory=mem, folder=folder, progress=say,
+                                stats=stats)
+    if merger is None:  # one block
+        if fits(sum(len(t) for t in counts.tables[1:])):
+            return counts, None
+        return None, DiskCounts.from_counts(counts, folder)
+    if fits(merger.upper_bound_ngrams()):  # even with no n-gram shared between blocks
+        return merger.merge(say), None
+    disk = merger.merge_to_disk(say)
+    if fits(disk.total()):
+        counts = disk.load()
+        disk.close()
+        return counts, None
+    return None, disk

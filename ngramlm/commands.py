@@ -107,6 +107,9 @@ def _is_neural(path: str) -> bool:
               help="Folder for the sorted runs of --memory/--dask builds (lmplz's -T) [default: the system's].")
 @click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
               help="Count on a Dask cluster: tcp://SCHEDULER:8786, or local:N for N local worker processes.")
+@click.option("--estimation", type=click.Choice(["auto", "memory", "disk"]), default=None,
+              help="Streaming build: where mkn/kn estimation runs.  auto (default): out of core, in chunks through "
+                   "--temp-dir, when the merged counts would not fit --memory; disk: always; memory: never.")
 @data_dir_option
 @json_option
 @click.option("--model", "model_type", default="ngram", show_default=True,
@@ -115,14 +118,15 @@ def _is_neural(path: str) -> bool:
 @_tokenizer_options
 def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discount_fallback, alpha, lambdas, tune_on,
               prune_spec, prune_entropy, min_count, max_size, vocab_path, split, memory, temp_dir, dask_address,
-              data_dir, as_json, model_type, tokenizer, lower, normalize):
+              estimation, data_dir, as_json, model_type, tokenizer, lower, normalize):
     """Train an n-gram model on TEXT: a file, '-' for stdin, or a corpus name (toy, ptb, ...).
 
     Without TEXT, text piped on stdin is read (as lmplz does); with nothing piped it is an error.
     Several files (plain or .gz) are one training text; they, --memory and --dask take the streaming
     build, which never holds the text whole."""
     text = texts[0] if len(texts) == 1 else None
-    streamed = len(texts) > 1 or memory is not None or temp_dir is not None or dask_address is not None
+    streamed = len(texts) > 1 or memory is not None or temp_dir is not None or dask_address is not None \
+        or estimation == "disk"
     if output.isdigit():
         # lmplz habit: `-o 5` is the order there.  Here it would silently name the model "5".
         raise click.UsageError(f"-o/--output is the model file, and '{output}' looks like an n-gram order: "
@@ -183,8 +187,11 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
     given_vocab = vocab if vocab_path else None
     if streamed:  # never holds the text whole: blocks within --memory, or shards on Dask workers
         enc = None
+        on_disk = _out_of_core_step(lm, smoother, estimation, dask_address, output, stage)
         res, where, used_spec = _streamed_counts(texts, split, data_dir, spec, given_vocab, order, memory,
-                                                 temp_dir, dask_address, min_count, max_size, stage)
+                                                 temp_dir, dask_address, min_count, max_size, stage,
+                                                 estimation=(estimation or "auto") if on_disk else "memory",
+                                                 on_disk=on_disk)
         vocab, counts = res.vocab, res.counts
         n_sentences, n_words = res.sentences, res.words
     else:
@@ -193,6 +200,10 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
         n_sentences, n_words = enc.n_sentences, enc.n_words
     click.echo(f"training {order}-gram {smoother.name} on {where}: {n_sentences} sentences, "
                f"{n_words} words, {vocab.n_types} types", err=True)
+    if streamed and res.on_disk is not None:  # estimated and written out of core
+        _report_out_of_core(res.on_disk, smoother, where, output, n_sentences, n_words, vocab, order, as_json,
+                            time.perf_counter() - t0)
+        return
     heldout = None
     if smoother.name == "jm" and lam is None:
         h_sents, _, _ = load_sentences(tune_on if text not in REGISTRY or Path(tune_on).exists() else text,
@@ -218,8 +229,49 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
                                "seconds": seconds, "info": lm.info_}, indent=2, default=float))
 
 
+def _out_of_core_step(lm, smoother, estimation, dask_address, output, stage):
+    """The ``on_disk`` step of the streaming build (estimate out of core, write ``output``), or None when
+    this model is estimated in memory."""
+    from ngramlm import outofcore
+
+    if estimation == "memory":
+        return None
+    why = outofcore.unsupported_reason(lm, smoother) or ("the Dask build estimates in memory" if dask_address else None)
+    if why is not None:
+        if estimation == "disk":
+            raise click.UsageError(f"--estimation disk: {why}; use --estimation memory")
+        return None
+
+    def on_disk(dc, vocab, folder, mem):
+        def progress(msg: str) -> None:
+            click.echo(f"    {msg}", err=True)
+
+        stage(2, "counted and merged into the temp folder")
+        stage(3, f"smoothing ({smoother.name}) out of core")
+        dm = outofcore.estimate(dc, smoother, vocab.n_types, folder, mem, progress=progress)
+        stage(4, f"writing {output}")
+        arpa = str(output) == "-" or str(output).endswith(MODEL_SUFFIXES_ARPA)
+        outofcore.write_model(dm, lm, smoother, vocab, output, arpa=arpa, memory=mem, folder=folder)
+        return dm
+
+    return on_disk
+
+
+def _report_out_of_core(dm, smoother, where, output, n_sentences, n_words, vocab, order, as_json, seconds):
+    """The lines `train` prints after writing a model, for one it never held."""
+    sizes = "/".join(str(n) for n in dm.n_ngrams)
+    click.echo(f"NgramLM(order={order}, smoothing={smoother.name!r}, ngrams={sizes}, types={vocab.n_types}) -> "
+               f"{output} ({seconds:.2f} s, estimated out of core)", err=True)
+    click.echo(f"smoothing: {json.dumps(dm.info)}", err=True)
+    if as_json:
+        click.echo(json.dumps({"model": output, "text": where, "order": order, "smoothing": smoother.name,
+                               "sentences": n_sentences, "words": n_words, "n_types": vocab.n_types,
+                               "ngrams": [int(n) for n in dm.n_ngrams], "seconds": seconds, "info": dm.info,
+                               "estimation": "disk"}, indent=2, default=float))
+
+
 def _streamed_counts(texts, split, data_dir, spec, vocab, order, memory, temp_dir, dask_address, min_count, max_size,
-                     stage):
+                     stage, *, estimation="memory", on_disk=None):
     """The streaming build (``--memory``, ``--temp-dir``, ``--dask``, several files): BuildResult, label, spec."""
     from corpora.registry import REGISTRY
     from corpora.tokenize import TokenizerSpec
@@ -250,8 +302,9 @@ def _streamed_counts(texts, split, data_dir, spec, vocab, order, memory, temp_di
 
     stage(1, "streaming build: vocabulary and counts" + (f" on the Dask cluster {dask_address}" if dask_address else ""))
     res = build_counts(inp, order=order, vocab=vocab or None, memory=memory, temp_dir=temp_dir,
-                       client=dask_address or None, progress=progress)
-    stage(2, "counted and merged")
+                       client=dask_address or None, progress=progress, estimation=estimation, on_disk=on_disk)
+    if res.on_disk is None:
+        stage(2, "counted and merged")
     return res, where, spec
 
 

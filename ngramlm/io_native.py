@@ -41,26 +41,11 @@ _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
 
 def save_native(model, path: os.PathLike | str) -> None:
     model._check_fitted()
-    meta = {
-        "format": FORMAT,
-        "version": FORMAT_VERSION,
-        "order": model.order_,
-        "kind": model.kind_,
-        "smoother": model.smoother_name_,
-        "smoother_params": model.smoother_params_,
-        "n_types": model.n_types_,
-        "n_ngrams": model.n_ngrams_,
-        "count_of_counts": model.count_of_counts_,
-        "is_distribution": model.is_distribution_,
-        "missing_backoff": model.missing_backoff_,
-        "info": model.info_,
-        "init_params": {"order": model.order, "smoothing": model.smoothing, "k": model.k, "discount": model.discount,
-                        "discount_fallback": model.discount_fallback, "alpha": model.alpha, "lambdas": model.lambdas,
-                        "prune": None if model.prune is None else list(model.prune),
-                        "prune_entropy": model.prune_entropy},
-        "vocab": model.vocab_.to_dict(),
-    }
-    arrays = {"meta": np.frombuffer(json.dumps(meta, ensure_ascii=False).encode("utf-8"), dtype=np.uint8)}
+    meta = native_meta(model, order=model.order_, kind=model.kind_, smoother_name=model.smoother_name_,
+                       smoother_params=model.smoother_params_, n_types=model.n_types_, n_ngrams=model.n_ngrams_,
+                       count_of_counts=model.count_of_counts_, is_distribution=model.is_distribution_,
+                       missing_backoff=model.missing_backoff_, info=model.info_, vocab=model.vocab_)
+    arrays = {}
     for k in range(1, model.order_ + 1):
         arrays[f"keys{k}"] = model.keys_[k - 1]
         if model.kind_ == "backoff":
@@ -70,7 +55,63 @@ def save_native(model, path: os.PathLike | str) -> None:
         else:
             arrays[f"count{k}"] = model.counts_[k - 1]
             arrays[f"ctx{k}"] = model.ctx_total_[k - 1]
-    _atomic_savez(path, arrays)
+    _atomic_savez(path, {"meta": _meta_array(meta), **arrays})
+
+
+def native_meta(model, *, order: int, kind: str, smoother_name: str, smoother_params: dict, n_types: int,
+                n_ngrams: list, count_of_counts: list, is_distribution: bool, missing_backoff: float, info: dict,
+                vocab: Vocab) -> dict:
+    """The metadata of a native file: the fitted model's fields as given, the init parameters of ``model``
+    (an :class:`NgramLM`, fitted or not: the out-of-core build writes a model it never holds)."""
+    return {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "order": order,
+        "kind": kind,
+        "smoother": smoother_name,
+        "smoother_params": smoother_params,
+        "n_types": n_types,
+        "n_ngrams": n_ngrams,
+        "count_of_counts": count_of_counts,
+        "is_distribution": is_distribution,
+        "missing_backoff": missing_backoff,
+        "info": info,
+        "init_params": {"order": model.order, "smoothing": model.smoothing, "k": model.k, "discount": model.discount,
+                        "discount_fallback": model.discount_fallback, "alpha": model.alpha, "lambdas": model.lambdas,
+                        "prune": None if model.prune is None else list(model.prune),
+                        "prune_entropy": model.prune_entropy},
+        "vocab": vocab.to_dict(),
+    }
+
+
+def _meta_array(meta: dict) -> np.ndarray:
+    return np.frombuffer(json.dumps(meta, ensure_ascii=False).encode("utf-8"), dtype=np.uint8)
+
+
+def save_native_streamed(path: os.PathLike | str, meta: dict, members: dict) -> None:
+    """A native file whose arrays are written a chunk at a time: ``members`` maps a name to an array, or
+    to ``(dtype, length, iterable of chunks)``.  The same zip as :func:`save_native` (stored ``.npy``
+    members, zip64, in the order given), so it loads -- and memory-maps -- the same; written atomically."""
+    import zipfile
+
+    with atomic_writer(path) as fh, zipfile.ZipFile(fh, mode="w", compression=zipfile.ZIP_STORED,
+                                                   allowZip64=True) as zf:
+        for name, value in {"meta": _meta_array(meta), **members}.items():
+            with zf.open(name + ".npy", "w", force_zip64=True) as out:
+                if isinstance(value, np.ndarray):
+                    np.lib.format.write_array(out, value, allow_pickle=False)
+                    continue
+                dtype, length, chunks = value
+                header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False,
+                          "shape": (int(length),)}
+                np.lib.format.write_array_header_1_0(out, header)  # what write_array picks for a vector
+                written = 0
+                for c in chunks:
+                    c = np.ascontiguousarray(c, dtype=dtype)
+                    out.write(memoryview(c).cast("B"))
+                    written += len(c)
+                if written != length:
+                    raise ValueError(f"member {name}: {written} entries written, {length} declared")
 
 
 def _atomic_savez(path: os.PathLike | str, arrays: dict) -> None:

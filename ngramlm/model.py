@@ -211,7 +211,7 @@ class NgramLM:
     def fit_files(self, paths: Sequence, *, vocab: Optional[Vocab] = None, tokenizer=None, memory=None,
                   temp_dir: Optional[os.PathLike | str] = None, client=None, keep_empty: bool = True,
                   min_count: int = 1, max_size: Optional[int] = None, unk_token: str = "<unk>",
-                  heldout: Optional[EncodedText] = None, progress=None) -> "NgramLM":
+                  heldout: Optional[EncodedText] = None, progress=None, estimation: str = "memory") -> "NgramLM":
         """Train on text files (plain or gzip; ``"-"`` is standard input) without holding them whole.
 
         The text is streamed twice (vocabulary, then counts); counts are made in blocks that fit
@@ -219,15 +219,44 @@ class NgramLM:
         sorted runs and merged.  ``client`` -- a ``distributed.Client`` or an address such as
         ``"tcp://host:8786"`` or ``"local:2"`` -- counts on Dask workers instead.  The model equals
         ``fit`` on the same text.  Returns ``self``; ``build_stats_`` has the sentence and word counts.
+
+        ``estimation="auto"`` estimates mkn/kn out of core (``ngramlm.outofcore``) when the merged
+        counts would not fit ``memory``, ``"disk"`` always; the model is then read back from the
+        native file it writes in the temp folder (its keys, probabilities and back-offs: about 24
+        bytes an n-gram).  ``ngramlm train`` writes that file in place instead, and never holds it.
         """
         from .build import BuildInput, build_counts
 
+        on_disk = None
+        if estimation != "memory":
+            from . import outofcore
+
+            smoother = self._make_smoother()
+            why = outofcore.unsupported_reason(self, smoother)
+            if why is None:
+                def estimate_on_disk(dc, vocab_, folder, mem):
+                    from .io_native import load_native
+
+                    dm = outofcore.estimate(dc, smoother, vocab_.n_types, folder, mem, progress=progress)
+                    path = folder.path / "model.npz"
+                    outofcore.write_model(dm, self, smoother, vocab_, path, arpa=False, memory=mem, folder=folder)
+                    # As estimate_tables makes them (the file's JSON has lists where the parameters had tuples).
+                    return load_native(path, mmap=False).tables_.replace(vocab=vocab_,
+                                                                         smoother_params=smoother.get_params())
+
+                on_disk = estimate_on_disk
+            elif estimation == "disk":
+                raise InputError(f"cannot estimate this model out of core: {why}", fix='use estimation="memory"')
         res = build_counts(BuildInput(list(paths), tokenizer=tokenizer, keep_empty=keep_empty,
                                       vocab_params={"min_count": min_count, "max_size": max_size,
                                                     "unk_token": unk_token}),
                            order=check_order(self.order), vocab=vocab, memory=memory, temp_dir=temp_dir,
-                           client=client, progress=progress)
-        self.fit(None, vocab=res.vocab, counts=res.counts, heldout=heldout)
+                           client=client, progress=progress, estimation=estimation if on_disk else "memory",
+                           on_disk=on_disk)
+        if res.on_disk is not None:
+            self._set_tables(res.on_disk)
+        else:
+            self.fit(None, vocab=res.vocab, counts=res.counts, heldout=heldout)
         self.build_stats_ = {"sentences": res.sentences, "words": res.words}
         return self
 

@@ -102,6 +102,29 @@ def _context_sums(parent: np.ndarray, values: np.ndarray, n_ctx: int) -> np.ndar
     return np.bincount(parent, weights=values, minlength=n_ctx)
 
 
+def discount_vector(d: Sequence[float]) -> np.ndarray:
+    """D[c] for adjusted counts c = 0, 1, 2, 3+ from an order's discounts (one or three)."""
+    return np.array([0.0] + list(d) + [d[-1]] * (3 - len(d)))
+
+
+def mkn_alpha_gamma(a: np.ndarray, parent: np.ndarray, n_ctx: int, D: np.ndarray) -> tuple:
+    """Kneser-Ney's discounted share of each row and each context's lower-order weight.
+
+    ``a``: adjusted counts of rows; ``parent``: each row's context in ``0..n_ctx-1``; ``D`` from
+    :func:`discount_vector`.  ``alpha = (a - D(a)) / sum_h a`` for rows seen (0 otherwise) and
+    ``gamma(h) = sum_h D(a) / sum_h a`` (0 for a context with no rows).  Each context's sums run
+    over its rows in order, so rows passed in chunks that never split a context give the very
+    same bits as all rows at once (the out-of-core estimation relies on it).
+    """
+    bucket = np.minimum(a, 3).astype(np.int64)
+    denom = _context_sums(parent, a, n_ctx)
+    safe = np.where(denom > 0, denom, 1.0)
+    alpha = np.where(a > 0, (a - D[bucket]) / safe[parent], 0.0)
+    disc_mass = _context_sums(parent, np.where(a > 0, D[bucket], 0.0), n_ctx)
+    gamma = np.where(denom > 0, disc_mass / safe, 0.0)
+    return alpha, gamma
+
+
 def _interpolate(counts: NgramCounts, alphas: list, gammas: list, n_types: int) -> tuple[list, list]:
     """p_k(hw) = alpha_k(hw) + gamma_k(h) p_{k-1}(h'w); unigrams interpolate with uniform.
 
@@ -110,28 +133,39 @@ def _interpolate(counts: NgramCounts, alphas: list, gammas: list, n_types: int) 
     Returns (log10 probs, log10 backoffs).
     """
     n = counts.order
-    mask1 = _unigram_mask(counts.vocab_size)
-    p1 = alphas[0] + gammas[0] / n_types
-    p1 = np.where(mask1, p1, 0.0)
-    probs = [p1]
+    probs = [unigram_probs(alphas[0], gammas[0], n_types, counts.vocab_size)]
     alphas[0] = None
     with np.errstate(divide="ignore"):
         for k in range(2, n + 1):
             t = counts.tables[k - 1]
-            pk = alphas[k - 1]
-            pk += gammas[k - 1][t.parent] * probs[k - 2][counts.suffix_index(k)]
+            pk = interpolate_rows(alphas[k - 1], gammas[k - 1][t.parent], probs[k - 2][counts.suffix_index(k)])
             alphas[k - 1] = None  # pk reuses its buffer
             probs.append(pk)
             # Order k-1 is no longer needed as probabilities: take logs in place.
             np.log10(probs[k - 2], out=probs[k - 2])
         np.log10(probs[n - 1], out=probs[n - 1])
-        log_bo = []
-        for k in range(1, n):
-            g = gammas[k]  # contexts of order k+1 are order-k entries
-            # Entries that are not a context of anything keep backoff 1 (log 0).
-            log_bo.append(np.where(g > 0, np.log10(np.where(g > 0, g, 1.0)), 0.0))
+        # Contexts of order k+1 are order-k entries.
+        log_bo = [log_backoff(gammas[k]) for k in range(1, n)]
     log_bo.append(np.zeros(0))
     return probs, log_bo
+
+
+# The per-row formulas of interpolation, shared with the out-of-core estimation (ngramlm.outofcore),
+# which applies them to chunks of rows: one implementation, so the two paths cannot drift apart.
+def unigram_probs(alpha1: np.ndarray, gamma1: float, n_types: int, V: int) -> np.ndarray:
+    """p_1(w) = alpha_1(w) + gamma_1 / n_types for predicted types, 0 for <pad> and <s>."""
+    return np.where(_unigram_mask(V), alpha1 + gamma1 / n_types, 0.0)
+
+
+def interpolate_rows(alpha: np.ndarray, gamma_of_context: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """p_k(hw) = alpha_k(hw) + gamma_k(h) p_{k-1}(h'w), row by row (in ``alpha``'s buffer)."""
+    alpha += gamma_of_context * lower
+    return alpha
+
+
+def log_backoff(gamma: np.ndarray) -> np.ndarray:
+    """log10 back-off weights; entries that are not a context of anything keep backoff 1 (log 0)."""
+    return np.where(gamma > 0, np.log10(np.where(gamma > 0, gamma, 1.0)), 0.0)
 
 
 def _discount_error(name: str, k: int, detail: str) -> InputError:
@@ -171,13 +205,18 @@ class ModifiedKneserNey(Smoother):
         self.discounts = discounts  # explicit per-order discounts (list of [D1, D2, D3+])
 
     def compute_discounts(self, adj: list) -> list:
+        return self.discounts_from_counts_of_counts(
+            [None if self.discounts is not None else count_of_counts(a[a > 0], 4) for a in adj])
+
+    def discounts_from_counts_of_counts(self, ncs: list) -> list:
+        """Per order, the discounts from the count-of-counts n_0..n_4 of its positive adjusted counts
+        (``ncs[k-1]``; unused, may be None, with explicit ``discounts``)."""
         out = []
-        for k, a in enumerate(adj, start=1):
+        for k, nc in enumerate(ncs, start=1):
             if self.discounts is not None:
                 d = [float(x) for x in self.discounts[k - 1]]
                 out.append((d + d[-1:] * 3)[: self.n_discounts])
                 continue
-            nc = count_of_counts(a[a > 0], 4)
             try:
                 out.append(self._discounts_from(nc, k))
             except InputError:
@@ -208,19 +247,15 @@ class ModifiedKneserNey(Smoother):
         alphas, gammas = [], []
         for k in range(1, counts.order + 1):
             a = adj[k - 1]
-            D = np.array([0.0] + list(discounts[k - 1]) + [discounts[k - 1][-1]] * (3 - len(discounts[k - 1])))
-            bucket = np.minimum(a, 3).astype(np.int64)
             if k == 1:
                 parent = np.zeros(len(a), dtype=np.int64)
                 n_ctx = 1
             else:
                 parent = counts.tables[k - 1].parent
                 n_ctx = len(counts.tables[k - 2])
-            denom = _context_sums(parent, a, n_ctx)
-            safe = np.where(denom > 0, denom, 1.0)
-            alphas.append(np.where(a > 0, (a - D[bucket]) / safe[parent], 0.0))
-            disc_mass = _context_sums(parent, np.where(a > 0, D[bucket], 0.0), n_ctx)
-            gammas.append(np.where(denom > 0, disc_mass / safe, 0.0))
+            alpha, gamma = mkn_alpha_gamma(a, parent, n_ctx, discount_vector(discounts[k - 1]))
+            alphas.append(alpha)
+            gammas.append(gamma)
             adj[k - 1] = None
         gammas[0] = gammas[0][0]
         lp, lb = _interpolate(counts, alphas, gammas, n_types)

@@ -14,6 +14,10 @@ The plan is lmplz's, with this toolkit's trie layout:
    keys stay sorted).  A k-way merge in chunks that fit the budget sums the counts of equal keys,
    emits the global table of order k and, for each block, the map of its order-k rows.
 
+   :meth:`RunMerger.merge` returns the tables in memory; :meth:`RunMerger.merge_to_disk` writes them
+   to the temp folder as columns (:class:`DiskCounts`) for the out-of-core estimation
+   (``ngramlm.outofcore``).
+
 The merged tables are exactly the tables that counting the whole text at once gives (tested), so
 the model is the same either way; only where the memory goes differs.  Temp files live in one
 folder ``ngramlm-build-PID-*`` under ``--temp-dir`` and are removed on success, failure and Ctrl-C
@@ -36,6 +40,7 @@ from corpora.textio import OutputError, _pid_alive
 from corpora.vocab import EncodedText
 
 from .counts import NgramCounts, OrderTable, _unique_inverse
+from .diskarrays import Column, ColumnWriter
 
 TEMP_PREFIX = "ngramlm-build-"
 # Peak bytes of NgramCounts.from_encoded per token of a block, by order (measured with
@@ -47,6 +52,7 @@ BYTES_PER_TOKEN_BASE = 60
 BYTES_PER_TOKEN_PER_ORDER = 30
 MIN_BLOCK_TOKENS = 10_000
 FIXED_OVERHEAD = 64 << 20  # interpreter, numpy, vocabulary, buffers
+DISK_MERGE_BYTES_PER_ROW = 140  # a round of RunMerger.merge_to_disk, per row taken from the runs
 
 
 def parse_memory(spec: str, *, total: Optional[int] = None) -> int:
@@ -174,18 +180,14 @@ class RunMerger:
         return NgramCounts(n, V, tables)
 
     def _merge_order(self, k: int, gmaps: list):
-        V = self.V
         R = len(self.runs)
         runs = [[self._load(x) for x in self.runs[b][k - 1]] for b in range(R)]
         sizes = [len(r[0]) for r in runs]
-        # Per round, at most `chunk` rows of each run: keys, counts, sorting and the map writes
-        # cost about 64 bytes a row.
-        chunk = max(4096, int((self.memory - FIXED_OVERHEAD) // (64 * max(R, 1))))
 
         def gkeys(b: int, a: int, e: int) -> np.ndarray:
             p = np.asarray(runs[b][0][a:e], dtype=np.int64)
             ctx = p if gmaps[b] is None else np.asarray(gmaps[b][p], dtype=np.int64)
-            return ctx * V + runs[b][1][a:e]
+            return ctx * self.V + runs[b][1][a:e]
 
         def gsuffix(b: int, a: int, e: int) -> np.ndarray:
             sfx = np.asarray(runs[b][3][a:e], dtype=np.int64)
@@ -198,6 +200,42 @@ class RunMerger:
                 new_maps.append(self.folder.open_memmap(f"map{b}-{k}", (sizes[b],), np.int64))
             else:
                 new_maps.append(np.empty(sizes[b], dtype=np.int64))
+        for live, pos, take, uniq, summed, inv, first, emitted in self._kway(
+                sizes, gkeys, lambda b, a, e: np.asarray(runs[b][2][a:e])):
+            # An n-gram's global suffix row is the same from every block that has it: take the first.
+            alls = np.concatenate([gsuffix(b, pos[b], pos[b] + take[b]) for b in live])
+            out_keys.append(uniq)
+            out_cnt.append(summed)
+            out_sfx.append(alls[first].astype(np.int32))
+            o = 0
+            for b in live:
+                t = take[b]
+                new_maps[b][pos[b]:pos[b] + t] = emitted + inv[o:o + t]
+                o += t
+        for m in new_maps:
+            if isinstance(m, np.memmap):
+                m.flush()
+        keys = np.concatenate(out_keys) if out_keys else np.zeros(0, dtype=np.int64)
+        cnt = np.concatenate(out_cnt) if out_cnt else np.zeros(0, dtype=np.int64)
+        sfx = np.concatenate(out_sfx) if out_sfx else np.zeros(0, dtype=np.int32)
+        return keys, cnt, sfx, new_maps
+
+    def _chunk_rows(self, bytes_per_row: int) -> int:
+        """At most this many rows of each run per round of the merge."""
+        return max(4096, int((self.memory - FIXED_OVERHEAD) // (bytes_per_row * max(len(self.runs), 1))))
+
+    def _kway(self, sizes: list, gkeys, gcounts, bytes_per_row: int = 64):
+        """The k-way merge of the sorted runs of one order, in rounds.
+
+        ``gkeys(b, a, e)`` gives the global keys of rows ``a:e`` of run ``b`` (ascending),
+        ``gcounts(b, a, e)`` their counts.  Yields per round ``(live runs, positions before the
+        round, rows taken per run, unique keys, summed counts, inverse, first occurrence,
+        global rows emitted before the round)``; the positions advance after each round.  A round
+        takes at most ``budget / (bytes_per_row * runs)`` rows of each run: the in-memory merge's keys,
+        counts, sorting and map writes cost about 64 bytes a row; the disk merge reads its parents'
+        maps and suffix rows as well (about 140 bytes a row, measured)."""
+        R = len(sizes)
+        chunk = self._chunk_rows(bytes_per_row)
         pos = [0] * R
         emitted = 0
         while True:
@@ -212,29 +250,144 @@ class RunMerger:
             take = {b: (len(s) if bound is None else int(np.searchsorted(s, bound, side="right")))
                     for b, s in segs.items()}
             allk = np.concatenate([segs[b][:take[b]] for b in live])
-            allc = np.concatenate([np.asarray(runs[b][2][pos[b]:pos[b] + take[b]]) for b in live])
+            del segs
+            allc = np.concatenate([gcounts(b, pos[b], pos[b] + take[b]) for b in live])
             uniq, inv, _, first = _unique_inverse(allk, return_first=True)
+            del allk
             # Summed in float64, exact for counts below 2**53.
             summed = np.bincount(inv, weights=allc, minlength=len(uniq)).astype(np.int64)
-            # An n-gram's global suffix row is the same from every block that has it: take the first.
-            alls = np.concatenate([gsuffix(b, pos[b], pos[b] + take[b]) for b in live])
-            out_keys.append(uniq)
-            out_cnt.append(summed)
-            out_sfx.append(alls[first].astype(np.int32))
-            o = 0
+            del allc
+            yield live, list(pos), take, uniq, summed, inv, first, emitted
             for b in live:
-                t = take[b]
-                new_maps[b][pos[b]:pos[b] + t] = emitted + inv[o:o + t]
-                o += t
-                pos[b] += t
+                pos[b] += take[b]
             emitted += len(uniq)
-        for m in new_maps:
-            if isinstance(m, np.memmap):
-                m.flush()
-        keys = np.concatenate(out_keys) if out_keys else np.zeros(0, dtype=np.int64)
-        cnt = np.concatenate(out_cnt) if out_cnt else np.zeros(0, dtype=np.int64)
-        sfx = np.concatenate(out_sfx) if out_sfx else np.zeros(0, dtype=np.int32)
-        return keys, cnt, sfx, new_maps
+
+    def upper_bound_ngrams(self) -> int:
+        """At most this many distinct n-grams of orders 2..n after the merge (the runs' rows)."""
+        total = 0
+        for run in self.runs:
+            for k in range(2, self.order + 1):
+                x = run[k - 1][0]
+                if isinstance(x, Path):
+                    c = Column(x, folder=self.folder)
+                    total += len(c)
+                    c.close()
+                else:
+                    total += len(x)
+        return total
+
+    def merge_to_disk(self, progress: Optional[Callable[[str], None]] = None) -> "DiskCounts":
+        """The merge with its output in the temp folder: per order the sorted global keys, counts and
+        suffix rows as columns (:class:`DiskCounts`), never all in memory.
+
+        The maps from each block's rows to the global ones go to one file per order (block ``b``'s
+        rows from ``offset[b]``); the suffix rows, which point anywhere in the order below, are
+        recorded as positions in that order's map file and looked up afterwards by a windowed
+        :func:`~ngramlm.diskarrays.gather`."""
+        from .diskarrays import gather
+
+        folder, V, n, R = self.folder, self.V, self.order, len(self.runs)
+        keys_c, cnt_c, sfx_c = [None], [None], [None]
+        prev_map = None  # Column: the previous order's maps, block after block
+        prev_off = None
+        avail = max(1 << 20, self.memory - FIXED_OVERHEAD)
+        for k in range(2, n + 1):
+            if progress:
+                progress(f"merging {R} run(s) of order {k} to disk")
+            runs = [[Column(x) if isinstance(x, Path) else x for x in self.runs[b][k - 1]] for b in range(R)]
+            sizes = [len(r[0]) for r in runs]
+            off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+            maps = ColumnWriter(folder, f"gmap{k}", np.int64, size=int(off[-1]))
+            kw = ColumnWriter(folder, f"keys{k}", np.int64)
+            cw = ColumnWriter(folder, f"count{k}", np.int64)
+            sw = ColumnWriter(folder, f"suffix{k}" if k == 2 else f"suffixsrc{k}", np.int32 if k == 2 else np.int64)
+
+            def rd(x, a, e):
+                return x.read(a, e) if isinstance(x, Column) else np.asarray(x[a:e])
+
+            def gkeys(b: int, a: int, e: int) -> np.ndarray:
+                p = rd(runs[b][0], a, e).astype(np.int64)
+                if prev_map is not None:
+                    p = prev_map.take_sorted(p + prev_off[b])  # the block's parents ascend
+                return p * V + rd(runs[b][1], a, e)
+
+            for live, pos, take, uniq, summed, inv, first, emitted in self._kway(
+                    sizes, gkeys, lambda b, a, e: rd(runs[b][2], a, e), bytes_per_row=DISK_MERGE_BYTES_PER_ROW):
+                kw.append(uniq)
+                cw.append(summed)
+                sfx = np.concatenate([rd(runs[b][3], pos[b], pos[b] + take[b]).astype(np.int64)
+                                      + (0 if prev_map is None else prev_off[b]) for b in live])
+                sw.append(sfx[first])  # k = 2: the word itself; else a position in the map file
+                o = 0
+                for b in live:
+                    t = take[b]
+                    maps.write_at(emitted + inv[o:o + t], int(off[b]) + pos[b])
+                    o += t
+            keys_c.append(kw.done())
+            cnt_c.append(cw.done())
+            src = sw.done()
+            if prev_map is None:
+                sfx_c.append(src)
+            else:
+                # Half the budget for a window of the map, the rest for chunks of about 40 bytes a row.
+                sfx_c.append(gather(prev_map, src, folder, f"suffix{k}", window=avail // 16, chunk=avail // 128))
+                src.remove()
+                prev_map.remove()
+            prev_map, prev_off = maps.done(), off
+            for r in runs:  # this order's runs are merged: their files go
+                for x in r:
+                    if isinstance(x, Column):
+                        x.remove()
+        if prev_map is not None:
+            prev_map.remove()
+        return DiskCounts(n, V, self.unigrams, keys_c, cnt_c, sfx_c)
+
+
+class DiskCounts:
+    """Merged counts in the temp folder: per order k >= 2 the sorted global keys (``parent * V + word``),
+    the raw counts and the suffix rows as :class:`~ngramlm.diskarrays.Column` s (index k-1), and the
+    unigram counts in memory."""
+
+    def __init__(self, order: int, V: int, unigrams: np.ndarray, keys: list, counts: list, suffix: list) -> None:
+        self.order, self.V, self.unigrams = order, int(V), unigrams
+        self.keys, self.counts, self.suffix = keys, counts, suffix
+
+    def size(self, k: int) -> int:
+        return self.V if k == 1 else len(self.keys[k - 1])
+
+    def total(self) -> int:
+        """The n-grams of orders 2..n."""
+        return sum(self.size(k) for k in range(2, self.order + 1))
+
+    def load(self) -> NgramCounts:
+        """The counts in memory: exactly what :meth:`RunMerger.merge` returns."""
+        i32, V = np.int32, self.V
+        tables = [OrderTable(parent=np.zeros(V, dtype=i32), word=np.arange(V, dtype=i32), count=_narrow(self.unigrams))]
+        for k in range(2, self.order + 1):
+            keys = self.keys[k - 1].read_all()
+            tables.append(OrderTable(parent=(keys // V).astype(i32), word=(keys % V).astype(i32),
+                                     count=_narrow(self.counts[k - 1].read_all()),
+                                     suffix=self.suffix[k - 1].read_all().astype(i32)))
+        return NgramCounts(self.order, V, tables)
+
+    @classmethod
+    def from_counts(cls, counts: NgramCounts, folder: TempFolder) -> "DiskCounts":
+        """Counts made in memory (a text of one block) written to the temp folder."""
+        keys, cnt, sfx = [None], [None], [None]
+        for k in range(2, counts.order + 1):
+            for out, name, a, dt in ((keys, "keys", counts.keys(k), np.int64),
+                                     (cnt, "count", counts.tables[k - 1].count, np.int64),
+                                     (sfx, "suffix", counts.suffix_index(k), np.int32)):
+                w = ColumnWriter(folder, f"{name}{k}", dt)
+                w.append(a)
+                out.append(w.done())
+        return cls(counts.order, counts.vocab_size, counts.tables[0].count.astype(np.int64), keys, cnt, sfx)
+
+    def close(self) -> None:
+        for cols in (self.keys, self.counts, self.suffix):
+            for c in cols:
+                if c is not None:
+                    c.close()
 
 
 def _narrow(count: np.ndarray) -> np.ndarray:
@@ -247,6 +400,15 @@ def count_blocks(blocks: Iterable[EncodedText], *, order: int, vocab_size: int, 
     """Count encoded blocks with their runs spilled to ``folder`` and merged (the memory-bounded path).
 
     A text that fits one block is counted directly, exactly as the in-memory path counts it."""
+    merger, counts = count_runs(blocks, order=order, vocab_size=vocab_size, memory=memory, folder=folder,
+                                progress=progress, stats=stats)
+    return counts if merger is None else merger.merge(progress)
+
+
+def count_runs(blocks: Iterable[EncodedText], *, order: int, vocab_size: int, memory: int, folder: TempFolder,
+               progress: Optional[Callable[[str], None]] = None, stats: Optional[dict] = None) -> tuple:
+    """Count encoded blocks into runs spilled to ``folder``: ``(RunMerger, None)`` to merge, or
+    ``(None, counts)`` for a text of one block, counted directly as the in-memory path counts it."""
     it = iter(blocks)
     t0 = time.perf_counter()
     stats = stats if stats is not None else {}
@@ -274,8 +436,8 @@ def count_blocks(blocks: Iterable[EncodedText], *, order: int, vocab_size: int, 
     if merger is None:
         if first is None:
             raise InputError("the training text has no tokens", fix="pass a non-empty text")
-        return NgramCounts.from_encoded(first, order=order, vocab_size=vocab_size)
-    return merger.merge(progress)
+        return None, NgramCounts.from_encoded(first, order=order, vocab_size=vocab_size)
+    return merger, None
 
 
 def encoded_blocks(sources: list, vocab, tokenize, *, block_tokens: int, keep_empty: bool = True,
@@ -386,6 +548,7 @@ def spool_ids(sources: list, tokenize, folder: TempFolder, *, plain: bool, keep_
     the vocabulary is fitted on the counts, and :func:`blocks_from_spool` renumbers the stream
     -- the text is not read or tokenized a second time."""
     prov: dict = {_EOL: 0}
+    words: list = [_EOL]  # by provisional id
     freq = np.zeros(1024, dtype=np.int64)
     path = folder.path / "ids.i32"
     try:
@@ -395,10 +558,21 @@ def spool_ids(sources: list, tokenize, folder: TempFolder, *, plain: bool, keep_
                     if line_filter is not None:
                         lines = [line_filter(x) for x in lines]
                     toks = _block_tokens(lines, tokenize, plain=plain, keep_empty=keep_empty)
-                    for w in set(toks).difference(prov):
+                    new = list(set(toks).difference(prov))
+                    for w in new:
                         prov[w] = len(prov)
                     ids = np.fromiter(map(prov.__getitem__, toks), dtype=np.int32, count=len(toks))
-                    del toks
+                    del toks, lines
+                    # The new words are strings made while splitting this block, scattered among its
+                    # tokens: kept as they are they would pin most of the block's memory for the rest of
+                    # the build (measured: 16 MB blocks left 165 MB resident).  Copies made now pack
+                    # together, and the block's memory goes back.
+                    for w in new:
+                        i = prov.pop(w)
+                        w = w.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
+                        prov[w] = i
+                        words.append(w)
+                    del new
                     if len(prov) > len(freq):
                         freq = np.concatenate([freq, np.zeros(max(len(prov), 2 * len(freq)) - len(freq),
                                                               dtype=np.int64)])
@@ -406,7 +580,6 @@ def spool_ids(sources: list, tokenize, folder: TempFolder, *, plain: bool, keep_
                     ids.tofile(out)
     except OSError as exc:
         raise folder.error(exc) from None
-    words = list(prov)
     return path, words, freq[:len(words)]
 
 
@@ -414,19 +587,36 @@ def blocks_from_spool(path: Path, remap: np.ndarray, *, block_tokens: int) -> It
     """Blocks of whole sentences from a spilled provisional id stream, renumbered with ``remap``."""
     from corpora.vocab import EOS_ID
 
-    ids_all = np.memmap(path, dtype=np.int32, mode="r") if path.stat().st_size else np.zeros(0, dtype=np.int32)
+    # Plain reads, not a memory map: the pages of a map that a scan touched would count in the
+    # process's resident memory, 4 bytes a token of the whole text by the end of the pass.
+    ids_all = Column(path, np.int32)
+    try:
+        yield from _spool_blocks(ids_all, remap, block_tokens, EOS_ID)
+    finally:
+        ids_all.close()
+
+
+def _spool_blocks(ids_all: Column, remap: np.ndarray, block_tokens: int, EOS_ID: int):
     n = len(ids_all)
     a = 0
     while a < n:
         b = min(n, a + block_tokens)
+        raw = ids_all.read(a, b)
         if b < n:  # end the block after its last sentence end
-            ends = np.flatnonzero(ids_all[a:b] == 0)
+            ends = np.flatnonzero(raw == 0)
             if len(ends):
                 b = a + int(ends[-1]) + 1
+                raw = raw[:b - a]
             else:  # one sentence longer than a block: take it whole
-                nxt = np.flatnonzero(ids_all[b:] == 0)
-                b = b + int(nxt[0]) + 1 if len(nxt) else n
-        raw = np.asarray(ids_all[a:b])
+                while b < n:
+                    more = ids_all.read(b, b + block_tokens)
+                    nxt = np.flatnonzero(more == 0)
+                    if len(nxt):
+                        more = more[:int(nxt[0]) + 1]
+                    raw = np.concatenate([raw, more])
+                    b += len(more)
+                    if len(nxt):
+                        break
         ends = np.flatnonzero(raw == 0) + 1
         ids = remap[raw]
         ids[ends - 1] = EOS_ID

@@ -286,3 +286,24 @@ def test_shards_cover_the_file_at_line_starts_with_their_line_numbers(toy_text):
     for (_, s, e, line), (_, s2, _, _) in zip(shards, shards[1:] + [(None, len(raw), None, None)]):
         assert e == s2 and (s == 0 or raw[s - 1:s] == b"\n")
         assert line == raw.count(b"\n", 0, s) + 1
+
+
+def test_spooled_blocks_end_at_sentence_ends_even_past_a_sentence_longer_than_a_block(tmp_path):
+    from corpora.tokenize import TokenizerSpec, make_tokenizer
+    from ngramlm.streaming import TempFolder, blocks_from_spool, spool_ids
+
+    lines = ["a b c", " ".join(f"w{i}" for i in range(2500)), "d e", "", "f"] * 3 + [" ".join(["x"] * 4000)]
+    path = tmp_path / "t.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with TempFolder(tmp_path / "tmp") as f:
+        spool, words, freq = spool_ids([path], make_tokenizer(TokenizerSpec()), f, plain=True, block_bytes=1 << 12)
+        assert words[0] == "\x00" and sorted(words[1:]) == sorted({w for x in lines for w in x.split()})
+        assert freq[words.index("x")] == 4000 and freq[0] == len(lines)  # line ends
+        blocks = list(blocks_from_spool(spool, np.arange(len(words), dtype=np.int32), block_tokens=1000))
+    got = []
+    for enc in blocks:
+        for i in range(enc.n_sentences):
+            got.append(" ".join(words[j] for j in enc.ids[enc.starts[i]:enc.starts[i + 1] - 1]))
+    assert got == lines
+    assert len(blocks) > 5 and max(len(b.ids) for b in blocks) == 4001
+    assert list((tmp_path / "tmp").iterdir()) == []
