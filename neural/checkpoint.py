@@ -125,7 +125,8 @@ def load_checkpoint(path: os.PathLike | str) -> dict:
 
 
 def model_from_checkpoint(ckpt: dict, *, path: Optional[os.PathLike | str] = None, impl: Optional[str] = None,
-                          expect_name: Optional[str] = None, expect_vocab: Optional[Vocab] = None):
+                          expect_name: Optional[str] = None, expect_vocab: Optional[Vocab] = None,
+                          translator: bool = False):
     """``(model, vocab)`` from a loaded checkpoint, checked against what the caller expects.
 
     ``impl`` converts an RNN to the other implementation (fused <-> scratch), or for a
@@ -133,6 +134,13 @@ def model_from_checkpoint(ckpt: dict, *, path: Optional[os.PathLike | str] = Non
     """
     info = ckpt["model"]
     name = info.get("name")
+    # A translator's probabilities are conditional on a source sentence: never score it as an LM.
+    if info.get("kind") == "seq2seq" and not translator:
+        raise InputError(f"the checkpoint holds a translator ({name}), not a language model", path=path,
+                         fix="use `ngramlm seq2seq ppl` / `ngramlm seq2seq translate` for it")
+    if translator and info.get("kind") != "seq2seq":
+        raise InputError(f"the checkpoint holds a {name} language model, not a translator", path=path,
+                         fix="use `ngramlm neural ppl` / `ngramlm ppl` for language models")
     if expect_name is not None and name != expect_name:
         raise InputError(f"the checkpoint holds a {name} model, not {expect_name}", path=path,
                          fix=f"pass --model {name}, or another --out/--resume file")

@@ -151,8 +151,8 @@ def train_cmd(corpus, attention, cell, impl, emb_size, hidden_size, layers, drop
         ckpt = load_checkpoint(resume)
         data = (ckpt.get("train") or {}).get("data") or {}
         if ckpt["model"]["kind"] != "seq2seq":
-            raise InputError(f"the checkpoint holds a {ckpt['model']['name']} model, not a translator", path=resume,
-                             fix="resume LMs with `ngramlm neural train --resume`")
+            raise InputError(f"the checkpoint holds a {ckpt['model']['name']} language model, not a translator",
+                             path=resume, fix="resume language models with `ngramlm neural train --resume`")
         corpus = corpus or data.get("corpus")
         split_seed, min_count, max_pairs = data.get("split_seed", 0), data.get("min_count"), data.get("max_pairs")
     par = _corpus(corpus or "fra-eng", data_dir, split_seed, min_count, max_pairs)
@@ -192,7 +192,7 @@ def train_cmd(corpus, attention, cell, impl, emb_size, hidden_size, layers, drop
                   f"ngramlm seq2seq train --resume {trainer.out}")
         raise SystemExit(130)
     best = best_path(trainer.out)
-    model = load_model(best)[0] if best.exists() else trainer.model
+    model = load_model(best, translator=True)[0] if best.exists() else trainer.model
     summary = {"checkpoint": str(trainer.out), "best_checkpoint": result.best_checkpoint,
                "architecture": model_name(model), "corpus": par.name, "stopped": result.stopped,
                "epochs": result.epochs_done, "steps": result.steps, "train_seconds": result.seconds,
@@ -214,11 +214,7 @@ def train_cmd(corpus, attention, cell, impl, emb_size, hidden_size, layers, drop
 def _load_translator(checkpoint):
     from .checkpoint import load_model
 
-    model, vocab, ckpt = load_model(checkpoint)
-    if model.kind != "seq2seq":
-        raise InputError(f"the checkpoint holds a {ckpt['model']['name']} language model, not a translator",
-                         path=checkpoint, fix="use `ngramlm neural ppl` / `ngramlm ppl` for language models")
-    return model, vocab, ckpt
+    return load_model(checkpoint, translator=True)
 
 
 @seq2seq_group.command("ppl")

@@ -21,6 +21,8 @@ class Seq2SeqTrainer(Trainer):
     ``model.src_vocab`` must be set: the checkpoint stores both vocabularies.  ``reserve_tokens``
     counts target tokens the caller scores after training (the test set)."""
 
+    translator = True
+
     def _set_data(self, train, valid) -> None:
         self.train_pairs = (list(train[0]), list(train[1]))
         self.valid_pairs = (list(valid[0]), list(valid[1]))

@@ -103,6 +103,8 @@ def make_optimizer(model: LanguageModel, cfg: TrainConfig) -> torch.optim.Optimi
 class Trainer:
     """Train ``model`` on ``train_ids`` and validate on ``valid_ids`` (``EncodedText.ids`` arrays)."""
 
+    translator = False  # what resume() accepts: a language model (a Seq2SeqTrainer: a translator)
+
     def __init__(self, model: LanguageModel, vocab: Vocab, train_ids: np.ndarray, valid_ids: np.ndarray,
                  config: TrainConfig, *, out: Optional[os.PathLike | str] = None, progress: bool = True,
                  log: Optional[Callable[[str], None]] = None, data_info: Optional[dict] = None,
@@ -171,7 +173,8 @@ class Trainer:
 
             raise InputError("the checkpoint holds no training state (written for inference only)", path=path,
                              fix="start a new run instead of --resume")
-        model, ckpt_vocab = model_from_checkpoint(ckpt, path=path, expect_name=expect_name, expect_vocab=vocab)
+        model, ckpt_vocab = model_from_checkpoint(ckpt, path=path, expect_name=expect_name, expect_vocab=vocab,
+                                                  translator=cls.translator)
         state = ckpt["train"]
         cfg = TrainConfig.from_dict({**state["config"], **(overrides or {})})
         trainer = cls(model, ckpt_vocab, train_ids, valid_ids, cfg, out=out or path, **kwargs)

@@ -182,7 +182,8 @@ class ParallelRun:
                 from neural.checkpoint import best_path, load_model
 
                 ckpt = self.cache.checkpoint(row["key"])
-                self.models[row["id"]] = load_model(best_path(ckpt) if best_path(ckpt).exists() else ckpt)[0]
+                self.models[row["id"]] = load_model(best_path(ckpt) if best_path(ckpt).exists() else ckpt,
+                                                    translator=True)[0]
 
     def _bleu_stage(self) -> None:
         s = self.settings
@@ -311,7 +312,7 @@ def translator_row(settings: dict, par, checkpoint: Path, *, log=None, warn=None
     if result.stopped == "interrupted":
         raise KeyboardInterrupt
     best = best_path(checkpoint)
-    model = load_model(best)[0] if best.exists() else trainer.model
+    model = load_model(best, translator=True)[0] if best.exists() else trainer.model
     row.update({"train_seconds": done + result.seconds, "stopped": result.stopped,
                 "epochs": round(result.epochs_done, 3), "steps": result.steps, "history": result.history,
                 "size": int(model.n_parameters())})

@@ -198,7 +198,7 @@ def test_reversal_task_is_learnt_with_anti_diagonal_attention_and_bleu_100(tmp_p
         total += n
     assert hits / total > 0.9
     # The checkpoint holds both vocabularies and the same model.
-    loaded, vocab, _ = load_model(tmp_path / "rev.pt")
+    loaded, vocab, _ = load_model(tmp_path / "rev.pt", translator=True)
     assert vocab == tv and loaded.src_vocab == sv
     assert np.allclose(score_pairs(loaded, src, tgt, per_token=True), score_pairs(model, src, tgt, per_token=True))
 
@@ -239,3 +239,27 @@ def test_checkpoint_without_source_vocabulary_is_refused(tmp_path):
     tv = Vocab().fit([["w%d" % i for i in range(5)]])
     with pytest.raises(InputError, match="source vocabulary"):
         save_checkpoint(tmp_path / "m.pt", model, tv)
+
+
+def test_a_translator_is_never_scored_as_a_language_model_nor_the_reverse(tmp_path, run_cli):
+    from neural.models import build_model
+    from neural.config import RNNConfig
+
+    tv = Vocab().fit([["w%d" % i for i in range(5)]])
+    model = Seq2Seq(config())
+    model.src_vocab = Vocab().fit([["s%d" % i for i in range(7)]])
+    save_checkpoint(tmp_path / "t.pt", model, tv)
+    lm = build_model("rnn", RNNConfig(vocab_size=len(tv), emb_size=4, hidden_size=4, n_layers=1), seed=0)
+    save_checkpoint(tmp_path / "lm.pt", lm, tv)
+    with pytest.raises(InputError, match="translator"):
+        load_model(tmp_path / "t.pt")
+    with pytest.raises(InputError, match="not a translator"):
+        load_model(tmp_path / "lm.pt", translator=True)
+    text = tmp_path / "x.txt"
+    text.write_text("w1 w2\n", encoding="utf-8")
+    code, _, err = run_cli("ppl", tmp_path / "t.pt", text)
+    assert code == 2 and "seq2seq ppl" in err
+    code, _, err = run_cli("seq2seq", "translate", tmp_path / "lm.pt", text)
+    assert code == 2 and "not a translator" in err
+    code, out, err = run_cli("seq2seq", "translate", tmp_path / "t.pt", text, "--beam-size", "2", "-n", "3")
+    assert code == 2 and "--nbest" in err
