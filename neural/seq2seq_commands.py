@@ -38,7 +38,11 @@ def _corpus(name: str, data_dir, split_seed: int, min_count: Optional[int], max_
 
 
 def _data_info(corpus, split_seed, min_count, max_pairs) -> dict:
-    return {"corpus": corpus.name, "split_seed": split_seed, "min_count": min_count, "max_pairs": max_pairs,
+    from corpora.registry import REGISTRY
+
+    # A registered corpus by name (found again in any data dir); a TSV by its absolute path.
+    name = corpus.name if corpus.name in REGISTRY or not corpus.path else str(Path(corpus.path).resolve())
+    return {"corpus": name, "split_seed": split_seed, "min_count": min_count, "max_pairs": max_pairs,
             "train_pairs": len(corpus.pairs["train"])}
 
 
