@@ -148,6 +148,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; } .note { color:
 <p class="note">Rows: predicted target tokens; columns: source tokens. The slider divides the attention scores by a temperature before the softmax (re-normalised from the stored log-weights): below 1 sharpens, above 1 flattens.</p>
 <label>softmax temperature <input type="range" id="s2s-temp" min="-2" max="2" step="0.05" value="0"> <span id="s2s-temp-val">1.00</span></label>
 <div id="s2s-heatmaps"></div>
+<p class="note" id="s2s-selftest" data-result="not run">self-test: needs JavaScript</p>
 <script>
 (function () {
   var ATT = {{ attention|tojson_safe }};
@@ -199,6 +200,19 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; } .note { color:
     draw(T);
   });
   draw(1.0);
+  // Self-test (read by the tests in a headless browser): a lower temperature gives sharper rows.
+  function entropy(T) {
+    var h = 0, n = 0;
+    ATT.forEach(function (a) { weights(a, T).forEach(function (row) {
+      row.forEach(function (v) { if (v > 0) { h -= v * Math.log(v); } }); n += 1; }); });
+    return h / Math.max(1, n);
+  }
+  var e05 = entropy(0.5), e1 = entropy(1), e2 = entropy(2);
+  var cells = document.querySelectorAll("#s2s-heatmaps rect.cell").length;
+  var test = document.getElementById("s2s-selftest");
+  test.setAttribute("data-result", e05 <= e1 + 1e-9 && e1 <= e2 + 1e-9 && e2 - e05 > 1e-6 && cells > 0 ? "pass" : "fail");
+  test.textContent = "self-test: " + cells + " cells; mean row entropy at T=0.5, 1, 2: " +
+    [e05, e1, e2].map(function (x) { return x.toFixed(3); }).join(", ");
 })();
 </script>
 {% for a in attention %}<noscript><img alt="attention {{ loop.index }}" src="data:image/png;base64,{{ heat_b64[loop.index0] }}"></noscript>

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
+import subprocess
 
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("sacrebleu")
 pytest.importorskip("jinja2")
+
+CHROMIUM = "/usr/bin/chromium"  # where CI installs it; without it the browser check is left out
 
 
 def _reversal_tsv(path, n=400, seed=0):
@@ -57,6 +61,13 @@ def test_compare_on_a_tsv_of_pairs_scores_every_model_on_the_same_target_tokens(
     assert "reads the source" in md and "| Seq2Seq + attention (tiny) | yes |" in md
     assert 'id="s2s-temp"' in html and html.count("<noscript>") == len(res["attention"])
     assert (out / "plots" / "attention_1.png").stat().st_size > 1000
+    if os.access(CHROMIUM, os.X_OK):  # the heatmap is drawn by the page's script; its slider re-weights
+        dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                              f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom",
+                              (out / "report.html").resolve().as_uri()], capture_output=True, text=True, timeout=90)
+        assert 'id="s2s-selftest" data-result="pass"' in dom.stdout
+        want_cells = sum(len(a["source"]) * len(a["target"]) for a in res["attention"])
+        assert dom.stdout.count('class="cell"') == want_cells
     # A second run takes everything from the cache; `report` re-renders from results.json.
     code, _, err = run_cli("compare", str(tsv), "--quick", "--out", out, "--smoothers", "mkn,wb", "--neural", "lstm",
                            "--beams", "1,3", "--force")
