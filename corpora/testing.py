@@ -1,5 +1,6 @@
-"""Helpers the property tests and the reader fuzzer (benchmarks/fuzz_readers.py) share: a tripwire for
-the rule that no model is ever loaded with pickle, and the places of a JSON document to mutate."""
+"""Helpers the tests and the reader fuzzer (benchmarks/fuzz_readers.py) share: a tripwire for the rule
+that no model is ever loaded with pickle, the places of a JSON document to mutate, and the toy
+training text the streaming tests write to files."""
 from __future__ import annotations
 
 import contextlib
@@ -39,3 +40,16 @@ def json_paths(obj, prefix=()):
     elif isinstance(obj, list):
         for i, v in enumerate(obj):
             yield from json_paths(v, prefix + (i,))
+
+
+def toy_training_lines(n_tokens: int = 200_000) -> list:
+    """The toy corpus's training sentences as text lines, with three blank lines (KenLM counts each
+    as a sentence of just ``</s>``): at lines 10-11 and 5000."""
+    from .corpus import load_corpus
+    from .toy import ToyConfig
+
+    corpus = load_corpus("toy", toy_config=ToyConfig(n_train_tokens=n_tokens, n_valid_tokens=2000, n_test_tokens=2000))
+    lines = [" ".join(s) for s in corpus.sentences("train")]
+    lines[10:10] = ["", ""]
+    lines.insert(5000, "")
+    return lines

@@ -105,6 +105,17 @@ def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optiona
     return d
 
 
+def fit_and_report(trainer, command: str):
+    """``trainer.fit()``, then the one-line summary; an interrupted run says how to continue and exits 130."""
+    result = trainer.fit()
+    _echo_err(f"stopped: {result.stopped} after {result.epochs_done:.2f} epochs, {result.steps} steps, "
+              f"{result.seconds:.1f} s, {result.tokens_per_second:,.0f} tokens/s; best valid ppl {result.best_val_ppl:.2f}")
+    if result.stopped == "interrupted":
+        _echo_err(f"interrupted; the checkpoint is {trainer.out}. Continue with: {command} --resume {trainer.out}")
+        raise SystemExit(130)
+    return result
+
+
 # ---------------------------------------------------------------------------- the group
 @click.group(name="neural", context_settings={"help_option_names": ["-h", "--help"]})
 def neural_group() -> None:
@@ -284,13 +295,7 @@ def train_cmd(corpus, model_name, impl, data_dir, tokenizer, min_count, max_voca
                           log=_echo_err, data_info=data_info, **budget_kw)
         _echo_err(f"{model.describe()}\n{tcfg}\ncorpus {corpus}: {ds['train'].n_tokens:,} training tokens, "
                   f"{ds.vocab.n_types:,} types -> {out}")
-    result = trainer.fit()
-    _echo_err(f"stopped: {result.stopped} after {result.epochs_done:.2f} epochs, {result.steps} steps, "
-              f"{result.seconds:.1f} s, {result.tokens_per_second:,.0f} tokens/s; best valid ppl {result.best_val_ppl:.2f}")
-    if result.stopped == "interrupted":
-        _echo_err(f"interrupted; the checkpoint is {trainer.out}. Continue with: "
-                  f"ngramlm neural train {corpus} --resume {trainer.out}")
-        raise SystemExit(130)
+    result = fit_and_report(trainer, f"ngramlm neural train {corpus}")
     summary = {"checkpoint": str(trainer.out), "best_checkpoint": result.best_checkpoint,
                "architecture": model_name_of(trainer.model), "corpus": corpus, "stopped": result.stopped,
                "epochs": result.epochs_done, "steps": result.steps, "train_seconds": result.seconds,

@@ -30,6 +30,18 @@ def _probability(name: str, value: object, option: str) -> None:
         raise InputError(f"{name} must be in [0, 1), got {value!r}", fix=f"pass {option} between 0 and 0.9")
 
 
+def _check_recurrent(cfg) -> None:
+    """The fields recurrent configs share: cell, implementation, sizes, depth, dropout."""
+    if cfg.cell not in CELLS:
+        raise InputError(f"unknown recurrent cell {cfg.cell!r}", fix=f"use one of {', '.join(CELLS)}")
+    if cfg.impl not in IMPLS:
+        raise InputError(f"unknown implementation {cfg.impl!r}", fix=f"use one of {', '.join(IMPLS)}")
+    _positive("emb_size", cfg.emb_size, "--emb-size")
+    _positive("hidden_size", cfg.hidden_size, "--hidden-size")
+    _positive("n_layers", cfg.n_layers, "--layers")
+    _probability("dropout", cfg.dropout, "--dropout")
+
+
 class _Config:
     """Shared helpers: plain-dict round trip that rejects unknown keys."""
 
@@ -64,14 +76,7 @@ class RNNConfig(_Config):
 
     def validate(self) -> None:
         _positive("vocab_size", self.vocab_size, "a vocabulary with")
-        if self.cell not in CELLS:
-            raise InputError(f"unknown recurrent cell {self.cell!r}", fix=f"use one of {', '.join(CELLS)}")
-        if self.impl not in IMPLS:
-            raise InputError(f"unknown implementation {self.impl!r}", fix=f"use one of {', '.join(IMPLS)}")
-        _positive("emb_size", self.emb_size, "--emb-size")
-        _positive("hidden_size", self.hidden_size, "--hidden-size")
-        _positive("n_layers", self.n_layers, "--layers")
-        _probability("dropout", self.dropout, "--dropout")
+        _check_recurrent(self)
         if self.tie_weights and self.emb_size != self.hidden_size:
             raise InputError(
                 f"tied weights need emb_size == hidden_size (got {self.emb_size} and {self.hidden_size}): "
@@ -144,15 +149,8 @@ class Seq2SeqConfig(_Config):
     def validate(self) -> None:
         _positive("vocab_size", self.vocab_size, "a target vocabulary with")
         _positive("src_vocab_size", self.src_vocab_size, "a source vocabulary with")
-        if self.cell not in CELLS:
-            raise InputError(f"unknown recurrent cell {self.cell!r}", fix=f"use one of {', '.join(CELLS)}")
-        if self.impl not in IMPLS:
-            raise InputError(f"unknown implementation {self.impl!r}", fix=f"use one of {', '.join(IMPLS)}")
-        _positive("emb_size", self.emb_size, "--emb-size")
-        _positive("hidden_size", self.hidden_size, "--hidden-size")
-        _positive("n_layers", self.n_layers, "--layers")
-        _positive("attn_size", self.attn_size, "--set attn_size=")
-        _probability("dropout", self.dropout, "--dropout")
+        _check_recurrent(self)
+        _positive("attn_size", self.attn_size, "--attn-size")
         if not isinstance(self.attention, bool):
             raise InputError(f"attention must be true or false, got {self.attention!r}", fix="use --attention/--no-attention")
 

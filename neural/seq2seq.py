@@ -36,8 +36,6 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from corpora.vocab import PAD_ID
-
 from .base import LanguageModel
 from .cells import ScratchRNN, make_layer
 from .config import Seq2SeqConfig
@@ -229,7 +227,3 @@ class Seq2Seq(LanguageModel):
         src, src_len, tgt_in = x
         logits, loss, _ = self.teacher_forced(src, src_len, tgt_in, targets, need_logits)
         return logits, loss, None
-
-
-def count_target_tokens(y: torch.Tensor) -> int:
-    return int((y != PAD_ID).sum())

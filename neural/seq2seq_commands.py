@@ -188,13 +188,9 @@ def train_cmd(corpus, attention, cell, impl, emb_size, hidden_size, layers, drop
         sz = par.sizes()
         _echo_err(f"{model.describe()}\n{tcfg}\n{par.name}: {sz['train']['pairs']:,} training pairs, source "
                   f"{par.src_vocab.n_types:,} / target {par.tgt_vocab.n_types:,} types -> {out}")
-    result = trainer.fit()
-    _echo_err(f"stopped: {result.stopped} after {result.epochs_done:.2f} epochs, {result.steps} steps, "
-              f"{result.seconds:.1f} s; best valid ppl {result.best_val_ppl:.2f}")
-    if result.stopped == "interrupted":
-        _echo_err(f"interrupted; the checkpoint is {trainer.out}. Continue with: "
-                  f"ngramlm seq2seq train --resume {trainer.out}")
-        raise SystemExit(130)
+    from .commands import fit_and_report
+
+    result = fit_and_report(trainer, "ngramlm seq2seq train")
     best = best_path(trainer.out)
     model = load_model(best, translator=True)[0] if best.exists() else trainer.model
     summary = {"checkpoint": str(trainer.out), "best_checkpoint": result.best_checkpoint,

@@ -417,27 +417,77 @@ def count_runs(blocks: Iterable[EncodedText], *, order: int, vocab_size: int, me
     merger = None
     first = None
     i = 0
-    for enc in it:
-        stats["sentences"] += enc.n_sentences
-        stats["words"] += enc.n_words
-        if enc.n_sentences == 0:
-            continue
-        i += 1
-        if first is None and merger is None:  # held back: a text of one block needs no runs
-            first = enc
-            continue
-        if merger is None:
-            merger = RunMerger(order=order, vocab_size=vocab_size, folder=folder, memory=memory)
-            merger.add(NgramCounts.from_encoded(first, order=order, vocab_size=vocab_size))
-            first = None
-        merger.add(NgramCounts.from_encoded(enc, order=order, vocab_size=vocab_size))
-        if progress:
-            progress(f"counted block {i} ({stats['words']:,} words, {time.perf_counter() - t0:.1f} s)")
+    with _ParallelCounter(order, vocab_size) as counter:
+        for enc in it:
+            stats["sentences"] += enc.n_sentences
+            stats["words"] += enc.n_words
+            if enc.n_sentences == 0:
+                continue
+            i += 1
+            if first is None and merger is None:  # held back: a text of one block needs no runs
+                first = enc
+                continue
+            if merger is None:
+                merger = RunMerger(order=order, vocab_size=vocab_size, folder=folder, memory=memory)
+                counter.count(first, merger.add)
+                first = None
+            counter.count(enc, merger.add)
+            if progress:
+                progress(f"counted block {i} ({stats['words']:,} words, {time.perf_counter() - t0:.1f} s)")
     if merger is None:
         if first is None:
             raise InputError("the training text has no tokens", fix="pass a non-empty text")
         return None, NgramCounts.from_encoded(first, order=order, vocab_size=vocab_size)
     return merger, None
+
+
+def counting_threads() -> int:
+    """Threads that count a block's parts at once: the cores this process may use, at most 4."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(4, cores))
+
+
+def split_sentences(enc: EncodedText, parts: int) -> list:
+    """``enc`` cut into up to ``parts`` pieces of whole sentences (about equal numbers of sentences)."""
+    n = enc.n_sentences
+    cuts = sorted({round(j * n / parts) for j in range(parts + 1)})
+    out = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        lo, hi = int(enc.starts[a]), int(enc.starts[b])
+        out.append(EncodedText(enc.ids[lo:hi], enc.starts[a:b + 1] - lo))
+    return out
+
+
+class _ParallelCounter:
+    """Counts each block as ``counting_threads()`` runs of whole sentences, one a thread (numpy's sorts
+    and ufuncs run without the GIL), so both cores count while the memory of one block is in use; the
+    runs are handed on in text order.  Counts are sums, so the merged counts are the same."""
+
+    def __init__(self, order: int, vocab_size: int) -> None:
+        self.order, self.V = order, vocab_size
+        self.workers = counting_threads()
+        self.pool = None
+        if self.workers > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="ngram-count")
+
+    def _count(self, part: EncodedText) -> NgramCounts:
+        return NgramCounts.from_encoded(part, order=self.order, vocab_size=self.V)
+
+    def count(self, enc: EncodedText, sink: Callable[[NgramCounts], None]) -> None:
+        if self.pool is None:
+            sink(self._count(enc))
+            return
+        for future in [self.pool.submit(self._count, part) for part in split_sentences(enc, self.workers)]:
+            sink(future.result())
+
+    def __enter__(self) -> "_ParallelCounter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def encoded_blocks(sources: list, vocab, tokenize, *, block_tokens: int, keep_empty: bool = True,

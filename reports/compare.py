@@ -107,25 +107,9 @@ class Run:
         }
         self.log(f"corpus {data.name}: {data.sizes['train']['tokens']:,} training tokens, "
                  f"{data.vocab.n_types:,} types; results in {self.out}")
-        try:
-            self._count_stage()
-            self._ngram_stage()
-            self._neural_stage()
-            self._curve_stage()
-            self._interpolation_stage()
-            self._infini_stage()
-            self._passage_stage()
-            res["status"] = "complete"
-        except KeyboardInterrupt:
-            res["status"] = "interrupted"
-            raise
-        except BaseException:
-            res["status"] = "failed"
-            raise
-        finally:
-            res["timing"] = {"total_seconds": time.perf_counter() - t_start, **self.counters}
-            self._finish_rows()
-            write_results(self.out, res)
+        stages = (self._count_stage, self._ngram_stage, self._neural_stage, self._curve_stage,
+                  self._interpolation_stage, self._infini_stage, self._passage_stage)
+        run_stages(res, stages, out=self.out, t_start=t_start, counters=self.counters, finish=self._finish_rows)
         return res
 
     def _corpus_info(self) -> dict:
@@ -344,6 +328,27 @@ class Run:
                     r["test_normalised"] = analysis.normalise(t["log2prob"] if t["ppl"] is not None else None,
                                                               d.sizes["test"])
                     r["above_floor"] = analysis.above_floor(t, truth)
+
+
+def run_stages(res: dict, stages, *, out: Path, t_start: float, counters: dict,
+               finish: Optional[Callable[[], None]] = None) -> None:
+    """Run ``stages`` in order; whatever happens, record the status and timing and write results.json
+    (an interrupted or failed run keeps what finished, and says so)."""
+    try:
+        for stage in stages:
+            stage()
+        res["status"] = "complete"
+    except KeyboardInterrupt:
+        res["status"] = "interrupted"
+        raise
+    except BaseException:
+        res["status"] = "failed"
+        raise
+    finally:
+        res["timing"] = {"total_seconds": time.perf_counter() - t_start, **counters}
+        if finish is not None:
+            finish()
+        write_results(out, res)
 
 
 def inspect_checkpoints(settings: CompareSettings, data: CompareData) -> list:

@@ -25,7 +25,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from .cache import Cache
-from .compare import write_results
+from .compare import run_stages
 from .data import CompareData, cache_key
 
 FORMAT = "ngramlm.compare.parallel"
@@ -110,22 +110,8 @@ class ParallelRun:
         self.log(f"corpus {par.name} ({par.src_lang} -> {par.tgt_lang}): {sizes['train']['pairs']:,} training pairs, "
                  f"{sizes['test']['pairs']:,} test pairs; target side {par.tgt_vocab.n_types:,} types, "
                  f"{self.data['test'].n_tokens:,} test tokens predicted; results in {self.out}")
-        try:
-            self._ngram_stage()
-            self._lm_stage()
-            self._translator_stage()
-            self._bleu_stage()
-            self._examples_stage()
-            res["status"] = "complete"
-        except KeyboardInterrupt:
-            res["status"] = "interrupted"
-            raise
-        except BaseException:
-            res["status"] = "failed"
-            raise
-        finally:
-            res["timing"] = {"total_seconds": time.perf_counter() - t_start, **self.counters}
-            write_results(self.out, res)
+        stages = (self._ngram_stage, self._lm_stage, self._translator_stage, self._bleu_stage, self._examples_stage)
+        run_stages(res, stages, out=self.out, t_start=t_start, counters=self.counters)
         return res
 
     def _ngram_stage(self) -> None:

@@ -33,13 +33,9 @@ SMALL = "70M"
 @pytest.fixture(scope="module")
 def toy_text(tmp_path_factory):
     """A 200k-token toy training text as a file, with blank lines (KenLM counts them)."""
-    from corpora import load_corpus
-    from corpora.toy import ToyConfig
+    from corpora.testing import toy_training_lines
 
-    corpus = load_corpus("toy", toy_config=ToyConfig(n_train_tokens=200_000, n_valid_tokens=2000, n_test_tokens=2000))
-    lines = [" ".join(s) for s in corpus.sentences("train")]
-    lines[10:10] = ["", ""]
-    lines.insert(5000, "")
+    lines = toy_training_lines()
     path = tmp_path_factory.mktemp("ooc") / "train.txt"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

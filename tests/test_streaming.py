@@ -31,13 +31,9 @@ SMALL = "70M"
 @pytest.fixture(scope="module")
 def toy_text(tmp_path_factory):
     """A 200k-token toy training text as a file, with a few blank lines (KenLM counts them)."""
-    from corpora import load_corpus
-    from corpora.toy import ToyConfig
+    from corpora.testing import toy_training_lines
 
-    corpus = load_corpus("toy", toy_config=ToyConfig(n_train_tokens=200_000, n_valid_tokens=2000, n_test_tokens=2000))
-    lines = [" ".join(s) for s in corpus.sentences("train")]
-    lines[10:10] = ["", ""]
-    lines.insert(5000, "")
+    lines = toy_training_lines()
     d = tmp_path_factory.mktemp("stream")
     path = d / "train.txt"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
