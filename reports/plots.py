@@ -77,6 +77,11 @@ def vwall(results: dict) -> Optional[bytes]:
 
 
 def perplexity_by_order(results: dict) -> Optional[bytes]:
+    fig = perplexity_by_order_figure(results)
+    return None if fig is None else _png(fig)
+
+
+def perplexity_by_order_figure(results: dict):
     rows = [r for r in results.get("ngram", []) if r.get("valid")]
     if not rows:
         return None
@@ -96,6 +101,23 @@ def perplexity_by_order(results: dict) -> Optional[bytes]:
             top = blended_transform_factory(ax.transData, ax.transAxes)
             ax.plot(inf, [0.97] * len(inf), "x", color="tab:red", markersize=9, transform=top, clip_on=False,
                     label=f"{model}: infinite (test events with probability 0)")
+    orders = sorted({r["order"] for r in rows})
+    ticks, tick_labels = list(orders), [str(o) for o in orders]
+    sec = results.get("infini") or {}
+    if sec.get("alone") or sec.get("rows"):
+        # n -> ∞: the ∞-gram one step right of the highest order, a point per mixture; alone it is
+        # infinite (a cross at the top edge, as for MLE).
+        x_inf = orders[-1] + 1
+        ticks.append(x_inf)
+        tick_labels.append("∞")
+        ax.axvline(x_inf - 0.5, color="0.8", linewidth=0.8, linestyle=":")
+        for r in sec.get("rows", []):
+            if r.get("test") and r["test"].get("ppl") is not None:
+                ax.semilogy([x_inf], [r["test"]["ppl"]], "*", markersize=11, label=r["label"])
+        if sec.get("alone"):
+            top = blended_transform_factory(ax.transData, ax.transAxes)
+            ax.plot([x_inf], [0.97], "x", color="tab:red", markersize=9, transform=top, clip_on=False,
+                    label="∞-gram alone: infinite (test events with probability 0)")
     greys = ("0.35", "0.55", "0.7", "0.45", "0.6")
     for i, r in enumerate(results.get("neural", [])):
         if r.get("test"):
@@ -106,10 +128,11 @@ def perplexity_by_order(results: dict) -> Optional[bytes]:
         ax.axhline(floor, label=f"true perplexity (floor) {floor:.1f}", **FLOOR_STYLE)
     ax.set_xlabel("order n")
     ax.set_ylabel("test perplexity (log scale)")
-    ax.set_xticks(sorted({r["order"] for r in rows}))
+    ax.set_xticks(ticks)
+    ax.set_xticklabels(tick_labels)
     ax.set_title("Perplexity against order, per smoother")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
-    return _png(fig)
+    return fig
 
 
 def count_spectrum(results: dict) -> Optional[bytes]:

@@ -211,6 +211,15 @@ def build_context(results: dict) -> dict:
         cells = {r["order"]: r for r in ngram if r["model"] == model}
         grid.append({"model": model, "label": next(iter(cells.values()))["label"].rsplit(" ", 1)[0],
                      "cells": [_grid_cell(cells.get(o)) for o in orders]})
+    if inf_rows:
+        # The ∞-gram is the last column of "perplexity against order": n unbounded.  Its rows have
+        # only that cell; the fixed-order rows leave it empty.
+        for g in grid:
+            g["cells"].append({"text": "", "title": ""})
+        for r in inf_rows:
+            grid.append({"model": r["id"], "label": r["label"],
+                         "cells": [{"text": "", "title": ""}] * len(orders) + [_infini_cell(r)]})
+        orders = orders + ["∞"]
     problems = [{"id": r["id"], "error": r["error"]} for r in ngram + neural if r.get("error")]
     vwall = [{
         "order": r["order"], "possible": fmt_power(r["possible_log10"]), "distinct": f"{r['distinct_train']:,}",
@@ -314,6 +323,14 @@ def _grid_cell(r: Optional[dict]) -> dict:
         return {"text": "∞", "title": f"{t['zero_probs']:,} test tokens get probability 0; "
                                       f"over the others: {fmt_fixed(t['ppl_nonzero_events'], 2)}"}
     return {"text": fmt_fixed(t["ppl"], 2), "title": f"valid {fmt_ppl(r['valid'])}; {r['size']:,} n-gram entries"}
+
+
+def _infini_cell(r: dict) -> dict:
+    t = r["test"]
+    if t.get("ppl") is None:
+        return {"text": "∞", "title": f"{t['zero_probs']:,} test tokens get probability 0 "
+                                      "(the longest matching history never saw the word)"}
+    return {"text": fmt_fixed(t["ppl"], 2), "title": f"valid {fmt_ppl(r['valid'])}; {r.get('note') or ''}"}
 
 
 def surprisal_colour(bits: Optional[float]) -> str:

@@ -620,3 +620,30 @@ def test_the_infini_section_mixes_with_every_partner_and_never_loses_on_valid(qu
     assert "## 7. n → ∞: the ∞-gram" in md and "∞-gram + " in md
     results_table = md.split("## Results")[1].split("## 1.")[0]  # the ∞-gram rows are in the main table too
     assert "| ∞-gram (alone) | ∞ | ∞ (" in results_table and results_table.count("| ∞-gram + ") == len(sec["rows"])
+
+
+def test_the_infini_gram_is_the_last_column_of_perplexity_against_order(quick_run):
+    import matplotlib.pyplot as plt
+
+    out, res, _, _ = quick_run
+    sec = res["infini"]
+    orders = sorted({r["order"] for r in res["ngram"]})
+    md = (out / "report.md").read_text()
+    table = md.split("## 2. Perplexity against order")[1].split("\n\n")[1]
+    header = table.splitlines()[0]
+    assert header.rstrip().endswith(f"n={orders[-1]} | n=∞ |")
+    # fixed-order rows leave the ∞ cell empty; each ∞-gram row has only that cell: ∞ alone, the mixture's ppl
+    alone = _md_row(table, "∞-gram (alone)")
+    assert alone[1:-1] == [""] * len(orders) and alone[-1] == "∞"
+    for r in sec["rows"]:
+        cells = _md_row(table, r["label"])
+        assert cells[1:-1] == [""] * len(orders) and cells[-1] == fmt_fixed(r["test"]["ppl"], 2)
+    # the plot: an ∞ tick right of the highest order, a star per mixture at its test perplexity
+    fig = plots.perplexity_by_order_figure(res)
+    try:
+        ax = fig.axes[0]
+        assert [t.get_text() for t in ax.get_xticklabels()][-1] == "∞"
+        stars = {ln.get_label(): ln.get_ydata()[0] for ln in ax.get_lines() if ln.get_marker() == "*"}
+        assert stars == pytest.approx({r["label"]: r["test"]["ppl"] for r in sec["rows"]})
+    finally:
+        plt.close("all")
