@@ -189,26 +189,83 @@ class _ThreadedWriter:
 
 
 def _write_compiled(model, path, head: str) -> None:
-    """The same bytes as the column writer, formatted line by line in C (``%.7g``, '-99' for -inf)."""
-    from . import accel
+    """The same bytes as the column writer, formatted in C (``%.7g``, '-99' for -inf) on a pool of
+    threads, slice by slice, while a writer thread copies the text to the file."""
     from corpora.textio import atomic_writer
 
     V = len(model.vocab_)
     n = model.order_
     words = [w.encode("utf-8") for w in model.vocab_.itos_]
-    with atomic_writer(path) as raw_fh, _ThreadedWriter(raw_fh) as fh:
-        fh.write(head.encode("utf-8"))
+    with atomic_writer(path) as raw_fh, _ThreadedWriter(raw_fh) as fh, _Formatters(fh, words, V) as fmt:
+        fmt.text(head.encode("utf-8"))
         for k in range(1, n + 1):
             lp = np.ascontiguousarray(model.log10_prob_[k - 1], dtype=np.float64)
             if k == 1:
                 lp = lp.copy()
                 lp[BOS_ID] = -99.0  # <s> is never predicted: ARPA's convention
             bo = np.ascontiguousarray(model.log10_backoff_[k - 1], dtype=np.float64) if k < n else None
-            fh.write(f"\n\\{k}-grams:\n".encode())
-            accel.fast.write_section(fh, k, list(model.keys_), lp, bo, words, V, PAD_ID if k == 1 else -1)
+            fmt.text(f"\n\\{k}-grams:\n".encode())
+            fmt.rows(k, list(model.keys_[:k]), lp, bo, PAD_ID if k == 1 else -1)
             if not len(lp):  # the column writer ends an empty section with its own newline: the same bytes
-                fh.write(b"\n")
-        fh.write(b"\n\\end\\\n")
+                fmt.text(b"\n")
+        fmt.text(b"\n\\end\\\n")
+
+
+class _Formatters:
+    """ARPA lines formatted by the compiled formatter on a pool of threads (it runs without the GIL),
+    in slices of rows, and handed to ``fh`` in file order.  Memory stays bounded: at most
+    ``2 * workers`` slices (of ``SLICE_ROWS`` rows, ~10 MB of text) are in flight.  One thread where
+    the process may use one core (``os.sched_getaffinity``)."""
+
+    SLICE_ROWS = 1 << 18
+
+    def __init__(self, fh, words: list, V: int) -> None:
+        import collections
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.fh, self.words, self.V = fh, words, V
+        self.workers = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                                  else (os.cpu_count() or 1)))
+        self.pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="arpa-format")
+        self.pending: "collections.deque" = collections.deque()
+
+    def _drain(self, keep: int) -> None:
+        while len(self.pending) > keep:
+            item = self.pending.popleft()
+            for part in (item.result() if hasattr(item, "result") else item):
+                self.fh.write(part)
+
+    def text(self, data: bytes) -> None:
+        self.pending.append([data])
+        self._drain(2 * self.workers)
+
+    def rows(self, k: int, keys: list, lp: np.ndarray, bo, skip: int) -> None:
+        from types import SimpleNamespace
+
+        from . import accel
+
+        def job(a: int, e: int) -> list:
+            parts: list = []
+            last = keys[:-1] + [keys[-1][a:e]] if k > 1 else keys
+            accel.fast.write_section(SimpleNamespace(write=parts.append), k, last, lp[a:e],
+                                     None if bo is None else bo[a:e], self.words, self.V, skip)
+            return parts
+
+        n = len(lp)
+        step = n if k == 1 else self.SLICE_ROWS  # a unigram slice must see <pad>'s row to skip it
+        for a in range(0, n, step):
+            self.pending.append(self.pool.submit(job, a, min(n, a + step)))
+            self._drain(2 * self.workers)
+
+    def __enter__(self) -> "_Formatters":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if exc[0] is None:
+                self._drain(0)
+        finally:
+            self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _parse_uniform(lines, idx, k, top):

@@ -30,7 +30,6 @@ next order no longer needs them, so the temp folder peaks at about 50 bytes an n
 """
 from __future__ import annotations
 
-import os
 
 import time
 from dataclasses import dataclass, field
@@ -317,8 +316,7 @@ def write_arpa(dm: DiskModel, vocab, path, *, chunk: int) -> None:
 
     from corpora.textio import atomic_writer
 
-    from . import accel
-    from .arpa import META_PREFIX, _ThreadedWriter, arpa_meta
+    from .arpa import META_PREFIX, _Formatters, _ThreadedWriter, arpa_meta
 
     n, V = dm.order, dm.V
     head = [META_PREFIX + json.dumps(arpa_meta(SimpleNamespace(vocab_=vocab)), separators=(",", ":"),
@@ -344,63 +342,6 @@ def write_arpa(dm: DiskModel, vocab, path, *, chunk: int) -> None:
             if not m:  # the column writer ends an empty section with its own newline: the same bytes
                 fmt.text(b"\n")
         fmt.text(b"\n\\end\\\n")
-
-
-class _Formatters:
-    """ARPA lines formatted by the compiled formatter on a pool of threads (it runs without the GIL),
-    in slices of rows, and handed to ``fh`` in file order.  Memory stays bounded: at most
-    ``2 * workers`` slices (of ``SLICE_ROWS`` rows, ~10 MB of text) are in flight.  One thread where
-    the process may use one core (``os.sched_getaffinity``)."""
-
-    SLICE_ROWS = 1 << 18
-
-    def __init__(self, fh, words: list, V: int) -> None:
-        import collections
-        from concurrent.futures import ThreadPoolExecutor
-
-        self.fh, self.words, self.V = fh, words, V
-        self.workers = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                                  else (os.cpu_count() or 1)))
-        self.pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="arpa-format")
-        self.pending: "collections.deque" = collections.deque()
-
-    def _drain(self, keep: int) -> None:
-        while len(self.pending) > keep:
-            item = self.pending.popleft()
-            for part in (item.result() if hasattr(item, "result") else item):
-                self.fh.write(part)
-
-    def text(self, data: bytes) -> None:
-        self.pending.append([data])
-        self._drain(2 * self.workers)
-
-    def rows(self, k: int, keys: list, lp: np.ndarray, bo, skip: int) -> None:
-        from types import SimpleNamespace
-
-        from . import accel
-
-        def job(a: int, e: int) -> list:
-            parts: list = []
-            last = keys[:-1] + [keys[-1][a:e]] if k > 1 else keys
-            accel.fast.write_section(SimpleNamespace(write=parts.append), k, last, lp[a:e],
-                                     None if bo is None else bo[a:e], self.words, self.V, skip)
-            return parts
-
-        n = len(lp)
-        step = n if k == 1 else self.SLICE_ROWS  # a unigram slice must see <pad>'s row to skip it
-        for a in range(0, n, step):
-            self.pending.append(self.pool.submit(job, a, min(n, a + step)))
-            self._drain(2 * self.workers)
-
-    def __enter__(self) -> "_Formatters":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        try:
-            if exc[0] is None:
-                self._drain(0)
-        finally:
-            self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _local_keys(dm: DiskModel, k: int, a: int, e: int) -> list:
