@@ -11,6 +11,7 @@ import contextlib
 import errno
 import gzip
 import os
+import re
 import zlib
 from pathlib import Path
 from typing import Optional, Iterator
@@ -311,8 +312,13 @@ def _open_stream(path: os.PathLike | str):
     return fh
 
 
+# The characters beyond ASCII that str.split() splits on (NEL, NBSP, the Unicode spaces and separators).
+UNICODE_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+
+
 def iter_line_blocks(source, *, block_bytes: int = 16 << 20, start: int = 0, end: Optional[int] = None,
-                     first_line: int = 1, name: Optional[str] = None, tee=None) -> Iterator[tuple[int, list]]:
+                     first_line: int = 1, name: Optional[str] = None, tee=None,
+                     raw: bool = False) -> Iterator[tuple[int, list]]:
     """Stream a text as ``(number of the block's first line, [lines])``, never holding it whole.
 
     ``source`` is a path (plain or gzip) or a binary file object (stdin's buffer).  The same
@@ -321,6 +327,10 @@ def iter_line_blocks(source, *, block_bytes: int = 16 << 20, start: int = 0, end
     read a byte range of a plain file (a shard that begins at a line start; the line at ``end``
     belongs to the next shard); ``tee`` receives every raw byte read (to spool stdin for a second
     pass).  An empty text yields nothing; the caller decides whether that is an error.
+    With ``raw``, a block comes as its checked UTF-8 bytes instead of a list of lines, for a tokenizer
+    that splits bytes (``ngramlm._fast.Spooler``): line ends LF, and every whitespace character
+    beyond ASCII that ``str.split()`` splits on turned into a space, so splitting the bytes on ASCII
+    whitespace cuts the same tokens.
     """
     label = name or (str(source) if isinstance(source, (str, os.PathLike)) else "<stdin>")
     own = isinstance(source, (str, os.PathLike))
@@ -363,6 +373,18 @@ def iter_line_blocks(source, *, block_bytes: int = 16 << 20, start: int = 0, end
                 raise InputError(f"not valid UTF-8 (bytes {data[exc.start:exc.start + 4].hex(' ')})", path=label,
                                  line=line_no + data.count(b"\n", 0, exc.start),
                                  fix="convert the file to UTF-8, e.g. `iconv -f latin1 -t utf-8`") from None
+            if raw:
+                newlines = data.count(b"\n")
+                if not text.isascii() and UNICODE_SPACE.search(text):
+                    # str.split() splits on these too: as spaces, a byte splitter cuts the same tokens
+                    data = UNICODE_SPACE.sub(" ", text).encode("utf-8")
+                if b"\r" in data:
+                    data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+                yield line_no, data
+                line_no += newlines
+                if not chunk:
+                    return
+                continue
             if "\r" in text:
                 text = text.replace("\r\n", "\n").replace("\r", "\n")
             lines = text.split("\n")

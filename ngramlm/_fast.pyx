@@ -12,7 +12,7 @@ Three jobs, each a loop that numpy cannot vectorise well and Python runs one obj
   used by the vectorised scorer (``find_many``) and by the kenlm-style incremental state API
   (``base_score``), where a Python-level loop would cost microseconds per call.
 """
-from libc.stdlib cimport malloc, free, strtod
+from libc.stdlib cimport malloc, realloc, free, strtod
 from libc.string cimport memcpy, memcmp, memset
 from libc.stdint cimport int64_t, uint64_t, int32_t, uint32_t, uint16_t, uint8_t
 from libc.math cimport isfinite
@@ -191,6 +191,148 @@ cdef inline const char* _number(const char* p, const char* end, double* out) noe
     if stop != tmp + (q - p) or not isfinite(out[0]):
         return NULL
     return q
+
+
+# ----------------------------------------------------------------------------- training text -> ids
+cdef inline bint _ascii_space(unsigned char c) noexcept nogil:
+    # What str.split() splits on among single bytes: \t \n \v \f \r, the separators \x1c-\x1f, space.
+    return c == 32 or (9 <= c <= 13) or (28 <= c <= 31)
+
+
+cdef class Spooler:
+    """The tokenizing pass of a streamed build in C: whitespace tokens of UTF-8 text blocks to
+    provisional ids (first seen; id 0 = a line end), the same ids ``str.split()`` and a dict give.
+
+    New words are appended to ``words`` (a list whose item 0 stands for the line end).  Only for
+    blocks whose whitespace is all ASCII -- the caller checks, and tokenizes any other block in
+    Python -- since a multi-byte space (U+00A0, U+3000, ...) is whitespace to ``str.split()``."""
+
+    cdef char* arena
+    cdef Py_ssize_t arena_len, arena_cap
+    cdef int64_t* offs  # by id: the spelling's start in the arena
+    cdef int32_t* lens
+    cdef uint64_t* hashes
+    cdef int32_t* slots  # open addressing: an id, or -1
+    cdef uint64_t mask
+    cdef Py_ssize_t n, cap
+    cdef public list words
+
+    def __cinit__(self, list words):
+        self.arena = NULL; self.offs = NULL; self.lens = NULL; self.hashes = NULL; self.slots = NULL
+        self.words = words
+        self.n = len(words)  # ids below n are taken (0: the line end, never looked up)
+        self.cap = 0
+        self.arena_len = self.arena_cap = 0
+        self._grow_ids(max(1024, 2 * self.n))
+        self.mask = 0
+        self._rehash(4096)
+        if self.n > 1:
+            raise ValueError("Spooler starts from the line-end entry alone")
+
+    def __dealloc__(self):
+        free(self.arena); free(self.offs); free(self.lens); free(self.hashes); free(self.slots)
+
+    cdef int _grow_ids(self, Py_ssize_t cap) except -1:
+        cdef int64_t* o = <int64_t*>realloc(self.offs, cap * sizeof(int64_t))
+        if o == NULL:
+            raise MemoryError()
+        self.offs = o
+        cdef int32_t* l = <int32_t*>realloc(self.lens, cap * sizeof(int32_t))
+        if l == NULL:
+            raise MemoryError()
+        self.lens = l
+        cdef uint64_t* h = <uint64_t*>realloc(self.hashes, cap * sizeof(uint64_t))
+        if h == NULL:
+            raise MemoryError()
+        self.hashes = h
+        self.cap = cap
+        return 0
+
+    cdef int _rehash(self, uint64_t size) except -1:
+        cdef int32_t* slots = <int32_t*>malloc(size * sizeof(int32_t))
+        if slots == NULL:
+            raise MemoryError()
+        memset(slots, 0xFF, size * sizeof(int32_t))
+        cdef uint64_t mask = size - 1, j
+        cdef Py_ssize_t i
+        for i in range(1, self.n):
+            j = (self.hashes[i] >> 20) & mask  # the probe start of _id
+            while slots[j] >= 0:
+                j = (j + 1) & mask
+            slots[j] = <int32_t>i
+        free(self.slots)
+        self.slots = slots
+        self.mask = mask
+        return 0
+
+    cdef int32_t _id(self, const char* w, Py_ssize_t wl) except -1:
+        cdef uint64_t h = _fnv(w, wl) * FIB
+        cdef uint64_t j = (h >> 20) & self.mask
+        cdef int32_t i
+        while True:
+            i = self.slots[j]
+            if i < 0:
+                break
+            if self.hashes[i] == h and self.lens[i] == wl and memcmp(self.arena + self.offs[i], w, wl) == 0:
+                return i
+            j = (j + 1) & self.mask
+        # a new word
+        if self.n >= 0x7FFFFFFF:
+            raise OverflowError("more than 2**31 distinct tokens")
+        if self.n == self.cap:
+            self._grow_ids(2 * self.cap)
+        cdef Py_ssize_t need = self.arena_len + wl
+        cdef char* a
+        if need > self.arena_cap:
+            a = <char*>realloc(self.arena, max(need, 2 * self.arena_cap, 1 << 16))
+            if a == NULL:
+                raise MemoryError()
+            self.arena = a
+            self.arena_cap = max(need, 2 * self.arena_cap, 1 << 16)
+        memcpy(self.arena + self.arena_len, w, wl)
+        i = <int32_t>self.n
+        self.offs[i] = self.arena_len
+        self.lens[i] = <int32_t>wl
+        self.hashes[i] = h
+        self.arena_len = need
+        self.slots[j] = i
+        self.n += 1
+        self.words.append(w[:wl].decode("utf-8"))
+        if <uint64_t>(2 * self.n) > self.mask:  # keep the load under one half
+            self._rehash(2 * (self.mask + 1))
+        return i
+
+    def ids(self, bytes data, bint keep_empty):
+        """int32 ids of ``data``'s tokens, a 0 after each line (a line without tokens only with
+        ``keep_empty``), as ``" \\x00 ".join(lines).split()`` would number them."""
+        cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(data)
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(data), i = 0, j, m = 0
+        out = np.empty(n + 1, dtype=np.int32)
+        cdef int32_t[:] o = out
+        cdef bint has = False
+        cdef unsigned char c
+        while i < n:
+            c = p[i]
+            if c == 10:
+                if keep_empty or has:
+                    o[m] = 0
+                    m += 1
+                has = False
+                i += 1
+            elif _ascii_space(c):
+                i += 1
+            else:
+                j = i + 1
+                while j < n and not _ascii_space(p[j]):
+                    j += 1
+                o[m] = self._id(<const char*>p + i, j - i)
+                m += 1
+                has = True
+                i = j
+        if n and p[n - 1] != 10 and (keep_empty or has):  # a last line without its newline
+            o[m] = 0
+            m += 1
+        return out[:m].copy()
 
 
 def section_end(bytes buf, Py_ssize_t start):

@@ -544,14 +544,14 @@ def word_counts(sources: list, tokenize, *, keep_empty: bool = True, line_filter
     return counts, n_sent, n_words
 
 
-def _line_blocks(src, block_bytes: int = 16 << 20):
+def _line_blocks(src, block_bytes: int = 16 << 20, raw: bool = False):
     """Line blocks of a source: a path, or a shard ``(path, start byte, end byte, first line)``."""
     from corpora.textio import iter_line_blocks
 
     if isinstance(src, tuple):
         path, start, end, first_line = src
-        return iter_line_blocks(path, block_bytes=block_bytes, start=start, end=end, first_line=first_line)
-    return iter_line_blocks(src, block_bytes=block_bytes)
+        return iter_line_blocks(path, block_bytes=block_bytes, start=start, end=end, first_line=first_line, raw=raw)
+    return iter_line_blocks(src, block_bytes=block_bytes, raw=raw)
 
 
 def spool_stdin(folder: TempFolder, stream=None) -> Path:
@@ -597,14 +597,25 @@ def spool_ids(sources: list, tokenize, folder: TempFolder, *, plain: bool, keep_
     Returns ``(path of the int32 id stream, words by provisional id, counts by provisional id)``:
     the vocabulary is fitted on the counts, and :func:`blocks_from_spool` renumbers the stream
     -- the text is not read or tokenized a second time."""
+    from . import accel
+
     prov: dict = {_EOL: 0}
     words: list = [_EOL]  # by provisional id
     freq = np.zeros(1024, dtype=np.int64)
     path = folder.path / "ids.i32"
+    # Whitespace tokens in C where the extension is built: the block's bytes split and looked up
+    # with no str per token (``Spooler``; the same ids as the split and dict below).
+    spooler = accel.fast.Spooler(words) if (plain and accel.fast is not None and line_filter is None) else None
     try:
         with open(path, "wb") as out:
             for src in sources:
-                for _, lines in _line_blocks(src, block_bytes):
+                for _, lines in _line_blocks(src, block_bytes, raw=spooler is not None):
+                    if spooler is not None:
+                        ids = spooler.ids(lines, keep_empty)
+                        del lines
+                        freq = _add_freq(freq, ids, len(words))
+                        ids.tofile(out)
+                        continue
                     if line_filter is not None:
                         lines = [line_filter(x) for x in lines]
                     toks = _block_tokens(lines, tokenize, plain=plain, keep_empty=keep_empty)
@@ -623,14 +634,19 @@ def spool_ids(sources: list, tokenize, folder: TempFolder, *, plain: bool, keep_
                         prov[w] = i
                         words.append(w)
                     del new
-                    if len(prov) > len(freq):
-                        freq = np.concatenate([freq, np.zeros(max(len(prov), 2 * len(freq)) - len(freq),
-                                                              dtype=np.int64)])
-                    freq[:len(prov)] += np.bincount(ids, minlength=len(prov))
+                    freq = _add_freq(freq, ids, len(prov))
                     ids.tofile(out)
     except OSError as exc:
         raise folder.error(exc) from None
     return path, words, freq[:len(words)]
+
+
+def _add_freq(freq: np.ndarray, ids: np.ndarray, n_words: int) -> np.ndarray:
+    """``freq`` (grown to ``n_words`` if needed) plus the occurrences of each id in ``ids``."""
+    if n_words > len(freq):
+        freq = np.concatenate([freq, np.zeros(max(n_words, 2 * len(freq)) - len(freq), dtype=np.int64)])
+    freq[:n_words] += np.bincount(ids, minlength=n_words)
+    return freq
 
 
 def blocks_from_spool(path: Path, remap: np.ndarray, *, block_tokens: int) -> Iterable[EncodedText]:

@@ -303,3 +303,63 @@ def test_spooled_blocks_end_at_sentence_ends_even_past_a_sentence_longer_than_a_
     assert got == lines
     assert len(blocks) > 5 and max(len(b.ids) for b in blocks) == 4001
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+# ---------------------------------------------------------------------------- the compiled tokenizing pass
+def _spooled_tokens(path: Path, tmp: Path, *, keep_empty: bool, compiled: bool, monkeypatch,
+                    block_bytes: int) -> tuple:
+    """(the spilled stream as words, {word: count}) from spool_ids, with or without the C spooler."""
+    from ngramlm import accel
+    from ngramlm.streaming import TempFolder, spool_ids
+
+    if not compiled:
+        monkeypatch.setattr(accel, "fast", None)
+    with TempFolder(tmp) as folder:
+        spool, words, freq = spool_ids([path], str.split, folder, plain=True, keep_empty=keep_empty,
+                                       block_bytes=block_bytes)
+        ids = np.fromfile(spool, dtype=np.int32)
+    monkeypatch.undo()
+    stream = [words[i] for i in ids]
+    return stream, {w: int(c) for w, c in zip(words, freq) if c}
+
+
+@pytest.mark.skipif(__import__("ngramlm.accel", fromlist=["fast"]).fast is None,
+                    reason="the compiled extension is not built")
+@pytest.mark.parametrize("keep_empty", [True, False])
+def test_the_compiled_tokenizing_pass_cuts_the_tokens_str_split_cuts(tmp_path, monkeypatch, keep_empty):
+    rng = np.random.default_rng(7)
+    # Every whitespace str.split() knows (ASCII and beyond), CR/CRLF line ends, blank and blank-looking
+    # lines, non-ASCII words, and enough distinct words (5,000) to make the C table grow several times.
+    spaces = [" ", "\t", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\xa0", "\u1680", "\u2003",
+              "\u2028", "\u2029", "\u202f", "\u205f", "\u3000", "  "]
+    vocab = [f"w{i}" for i in range(5000)] + ["café", "红楼梦", "naïve", "ß", "日本語", "x\u200by"]  # U+200B: not a space
+    lines = []
+    for i in range(3000):
+        kind = i % 50
+        if kind == 0:
+            lines.append("")
+        elif kind == 1:
+            lines.append(" \t\u3000 ")
+        else:
+            n = int(rng.integers(1, 12))
+            words = [vocab[j] for j in rng.integers(0, len(vocab), n)]
+            seps = [spaces[j] for j in rng.integers(0, len(spaces), n + 1)]
+            lines.append(seps[0] + "".join(w + s for w, s in zip(words, seps[1:])))
+    ends = ["\n", "\r\n", "\r"]
+    text = "".join(line + ends[int(rng.integers(0, 3))] for line in lines) + "last line without newline"
+    path = tmp_path / "mixed.txt"
+    path.write_bytes(text.encode("utf-8"))
+    for block_bytes in (1 << 12, 1 << 20):  # many blocks, one block
+        got = _spooled_tokens(path, tmp_path, keep_empty=keep_empty, compiled=True, monkeypatch=monkeypatch,
+                              block_bytes=block_bytes)
+        want = _spooled_tokens(path, tmp_path, keep_empty=keep_empty, compiled=False, monkeypatch=monkeypatch,
+                               block_bytes=block_bytes)
+        assert got == want
+    # and both are the tokens str.split() cuts, line by line (CR and CRLF as line ends)
+    norm = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    expect = []
+    for line in norm:
+        toks = line.split()
+        if toks or keep_empty:
+            expect += toks + ["\x00"]
+    assert got[0] == expect
