@@ -23,7 +23,7 @@ import numpy as np
 from corpora.vocab import ID_DTYPE, UNK_ID
 
 from .streaming import (TEXT_BLOCK_SHARE, TempFolder, block_tokens_for, blocks_from_spool, count_blocks, encoded_blocks, parse_memory,
-                        spool_ids, spool_stdin, limit_malloc_arenas)
+                        spool_ids, spool_stdin)
 
 DEFAULT_MEMORY = "50%"
 
@@ -90,7 +90,6 @@ def build_counts(inp: BuildInput, *, order: int, vocab: Optional[Vocab] = None, 
                                 progress=progress, estimation=estimation, on_disk=on_disk)
         finally:
             close(client)
-    limit_malloc_arenas()
     with TempFolder(temp_dir) as folder:
         sources = []
         for s in inp.sources:

@@ -441,26 +441,6 @@ def count_runs(blocks: Iterable[EncodedText], *, order: int, vocab_size: int, me
     return merger, None
 
 
-def limit_malloc_arenas(arenas: int = 2) -> None:
-    """Cap glibc's malloc arenas for a streamed build (as ``MALLOC_ARENA_MAX`` would; a user's own
-    setting wins, and elsewhere than glibc this does nothing).
-
-    glibc gives threads that allocate at once arenas of their own, up to 8 a core, and what one
-    arena frees the others do not reuse: with the counting and ARPA-formatting threads the peak
-    resident set of the 64 M-token build was 1,232 MB against 1,051 MB with two arenas, at the
-    same speed.  The budget (``--memory``) is what this protects."""
-    if os.environ.get("MALLOC_ARENA_MAX"):
-        return
-    import ctypes
-    import ctypes.util
-
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.mallopt(-8, arenas)  # M_ARENA_MAX in glibc's malloc.h
-    except (OSError, AttributeError):
-        pass
-
-
 def counting_threads() -> int:
     """Threads that count a block's parts at once: the cores this process may use, at most 4."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
