@@ -1115,6 +1115,8 @@ def sa_infini(const tok_t[:] tok, const sa_t[:] sa, const int64_t[:] test, const
     ``one_next`` says the index has a single distinct continuation of h' (a "sparse" estimate).
     With h' empty, cnt_h is the number of indexed tokens (the caller discounts the <s> it holds)."""
     cdef Py_ssize_t T = test.shape[0], n = tok.shape[0], nsa = sa.shape[0], t, L, prevL = 0, lo, hi, lo2, hi2
+    cdef Py_ssize_t plo = 0, phi = 0  # the previous position's rows of h' w
+    cdef bint have = False
     eff_a = np.zeros(T, dtype=np.int32)
     ch_a = np.zeros(T, dtype=np.int64)
     chw_a = np.zeros(T, dtype=np.int64)
@@ -1132,20 +1134,29 @@ def sa_infini(const tok_t[:] tok, const sa_t[:] sa, const int64_t[:] test, const
         for t in range(T):
             if pos[t] <= 0:
                 prevL = 0
+                have = False
                 continue
             L = prevL + 1
             if L > pos[t]:
                 L = pos[t]
             if max_len >= 0 and L > max_len:
                 L = max_len
-            while True:
-                lo = 0
-                hi = nsa
-                if L > 0:
-                    _range(tp, n, sp, xp + (t - L), L, 0, &lo, &hi)
-                if hi > lo or L == 0:
-                    break
-                L -= 1
+            if have and L == prevL + 1 and phi > plo:
+                # The history's suffix of length prevL + 1 is the previous position's h' w, whose rows
+                # that position found: no search (the common case, as the effective n grows).
+                lo = plo
+                hi = phi
+            else:
+                if have and phi <= plo and L > prevL:
+                    L = prevL  # the previous h' w never occurs: nor does any history that ends with it
+                while True:
+                    lo = 0
+                    hi = nsa
+                    if L > 0:
+                        _range(tp, n, sp, xp + (t - L), L, 0, &lo, &hi)
+                    if hi > lo or L == 0:
+                        break
+                    L -= 1
             # Within h''s rows the suffixes are sorted by their next token: w's rows are a sub-range.
             lo2 = lo
             hi2 = hi
@@ -1156,4 +1167,7 @@ def sa_infini(const tok_t[:] tok, const sa_t[:] sa, const int64_t[:] test, const
             one[t] = 1 if (hi > lo and sp[lo] + L < n and sp[hi - 1] + L < n
                            and tp[sp[lo] + L] == tp[sp[hi - 1] + L]) else 0
             prevL = L
+            plo = lo2
+            phi = hi2
+            have = True
     return eff_a, ch_a, chw_a, one_a

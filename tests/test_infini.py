@@ -96,9 +96,13 @@ def test_the_longest_matching_history_and_its_counts_equal_brute_force(toy):
 
 def test_capped_effective_n_is_a_fixed_order_mle_with_backoff_to_seen_contexts(toy):
     ds, idx = toy
-    capped = idx.score(ds["test"], max_n=3)
-    assert capped.eff_n.max() <= 3
-    assert (idx.score(ds["test"]).eff_n >= capped.eff_n).all()
+    full = idx.score(ds["test"])
+    for max_n in (1, 2, 3, 5):
+        capped = idx.score(ds["test"], max_n=max_n)
+        # every suffix of an occurring history occurs: the capped match is the full one, cut at max_n
+        assert (capped.eff_n == np.minimum(full.eff_n, max_n)).all()
+        same = full.eff_n <= max_n
+        assert (capped.cnt_h[same] == full.cnt_h[same]).all() and (capped.cnt_hw[same] == full.cnt_hw[same]).all()
 
 
 @pytest.mark.parametrize("context", [["<s>"], ["<s>", "the"], [], ["zzz_unknown", "and"]])
