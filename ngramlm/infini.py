@@ -255,11 +255,14 @@ class InfiniIndex:
 
 
     def accuracy_by_n(self, text: EncodedText, scores: Optional[InfiniScores] = None, *, buckets: int = 10,
-                      per_bucket: int = 5000, seed: int = 0) -> list:
+                      per_bucket: int = 5000, seed: int = 0, rows_per_bucket: int = 20_000_000) -> list:
         """Next-token accuracy of the ∞-gram by effective n: is the word the most frequent continuation of
         h' in the training text?  Estimated on up to ``per_bucket`` random positions per effective n
         (the last bucket is ``buckets`` and more); rows ``{"effective_n", "positions", "sampled",
-        "accuracy"}``."""
+        "accuracy"}``.  Each sampled position reads all cnt(h') continuations of its h': on a large
+        index a short h' has millions, so a bucket stops once it has read ``rows_per_bucket`` rows
+        (positions in random order, at least one; "sampled" says how many were used), and each
+        distinct h' is read once."""
         s = scores if scores is not None else self.score(text)
         tokens, pos = padded_stream(text)
         t_pred = np.flatnonzero(pos > 0)
@@ -271,15 +274,23 @@ class InfiniIndex:
             if not len(idx):
                 continue
             pick = rng.choice(idx, min(per_bucket, len(idx)), replace=False)
-            right = 0
+            right = used = read = 0
+            best: dict = {}  # h' -> its most frequent continuation
             for j in pick:
+                if used and read >= rows_per_bucket:
+                    break
                 t = t_pred[j]
                 L = int(s.eff_n[j]) - 1
-                nxt = self.next_counts(tokens[t - L:t].tolist())
-                nxt[BOS_ID] = 0  # never a continuation of a history (nor predicted)
-                right += int(np.argmax(nxt) == tokens[t])
-            rows.append({"effective_n": k, "positions": int(len(idx)), "sampled": int(len(pick)),
-                         "accuracy": right / len(pick)})
+                h = tuple(tokens[t - L:t].tolist())
+                if h not in best:
+                    nxt = self.next_counts(list(h))
+                    nxt[BOS_ID] = 0  # never a continuation of a history (nor predicted)
+                    best[h] = int(np.argmax(nxt))
+                    read += int(s.cnt_h[j])
+                right += int(best[h] == tokens[t])
+                used += 1
+            rows.append({"effective_n": k, "positions": int(len(idx)), "sampled": used,
+                         "accuracy": right / used})
         return rows
 
 
