@@ -219,6 +219,8 @@ cdef class Spooler:
 
     def __cinit__(self, list words):
         self.arena = NULL; self.offs = NULL; self.lens = NULL; self.hashes = NULL; self.slots = NULL
+        if len(words) != 1:
+            raise ValueError("Spooler starts from the line-end entry alone")
         self.words = words
         self.n = len(words)  # ids below n are taken (0: the line end, never looked up)
         self.cap = 0
@@ -226,8 +228,6 @@ cdef class Spooler:
         self._grow_ids(max(1024, 2 * self.n))
         self.mask = 0
         self._rehash(4096)
-        if self.n > 1:
-            raise ValueError("Spooler starts from the line-end entry alone")
 
     def __dealloc__(self):
         free(self.arena); free(self.offs); free(self.lens); free(self.hashes); free(self.slots)

@@ -215,7 +215,7 @@ class _Formatters:
     """ARPA lines formatted by the compiled formatter on a pool of threads (it runs without the GIL),
     in slices of rows, and handed to ``fh`` in file order.  Memory stays bounded: at most
     ``2 * workers`` slices (of ``SLICE_ROWS`` rows, ~10 MB of text) are in flight.  One thread where
-    the process may use one core (``os.sched_getaffinity``)."""
+    the process may use one core (``streaming.worker_threads``)."""
 
     SLICE_ROWS = 1 << 18
 
@@ -224,8 +224,9 @@ class _Formatters:
         from concurrent.futures import ThreadPoolExecutor
 
         self.fh, self.words, self.V = fh, words, V
-        self.workers = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                                  else (os.cpu_count() or 1)))
+        from .streaming import worker_threads
+
+        self.workers = worker_threads()
         self.pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="arpa-format")
         self.pending: "collections.deque" = collections.deque()
 

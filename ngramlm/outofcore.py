@@ -30,7 +30,6 @@ next order no longer needs them, so the temp folder peaks at about 50 bytes an n
 """
 from __future__ import annotations
 
-
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional

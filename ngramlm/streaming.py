@@ -441,8 +441,9 @@ def count_runs(blocks: Iterable[EncodedText], *, order: int, vocab_size: int, me
     return merger, None
 
 
-def counting_threads() -> int:
-    """Threads that count a block's parts at once: the cores this process may use, at most 4."""
+def worker_threads() -> int:
+    """Threads for work that runs without the GIL (counting a block's parts, formatting ARPA slices):
+    the cores this process may use (its affinity, not the machine's count), at most 4."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(4, cores))
 
@@ -459,13 +460,13 @@ def split_sentences(enc: EncodedText, parts: int) -> list:
 
 
 class _ParallelCounter:
-    """Counts each block as ``counting_threads()`` runs of whole sentences, one a thread (numpy's sorts
+    """Counts each block as ``worker_threads()`` runs of whole sentences, one a thread (numpy's sorts
     and ufuncs run without the GIL), so both cores count while the memory of one block is in use; the
     runs are handed on in text order.  Counts are sums, so the merged counts are the same."""
 
     def __init__(self, order: int, vocab_size: int) -> None:
         self.order, self.V = order, vocab_size
-        self.workers = counting_threads()
+        self.workers = worker_threads()
         self.pool = None
         if self.workers > 1:
             from concurrent.futures import ThreadPoolExecutor
