@@ -15,10 +15,19 @@ reason = ""
 if os.environ.get("NGRAMLM_NO_EXT", "") not in ("", "0"):
     reason = "disabled by NGRAMLM_NO_EXT"
 else:
-    try:
-        from . import _fast as fast  # noqa: F811
-    except ImportError as exc:  # not built (no compiler at install time) or built for another Python
-        reason = f"not built ({exc}); reinstall with a C compiler: pip install -e . (gcc, python3-dev)"
+    import importlib.util
+
+    if importlib.util.find_spec(f"{__package__}._fast") is None:
+        # No compiled file at all (no C compiler when the package was built).  Checked first: a bare
+        # import would fail with Python's misleading "partially initialized module ... (most likely
+        # due to a circular import)", as the package is still being imported.
+        reason = ("not built (no C compiler when ngramlm was installed); for the faster paths install a "
+                  "wheel, or reinstall with a compiler: pip install -e . (gcc, python3-dev)")
+    else:
+        try:
+            from . import _fast as fast  # noqa: F811
+        except ImportError as exc:  # built for another Python, or a broken build
+            reason = f"present but not loadable ({exc}); rebuild it: pip install -e . (gcc, python3-dev)"
 
 
 def describe() -> str:

@@ -15,7 +15,8 @@ unsigned dtype) and its suffix array (int32 below 2**31 tokens), built by ``pydi
 big-endian bytes of the tokens (byte order = token order) -- 6 bytes a token for a vocabulary
 below 65,536.  A history never contains ``</s>``, so no match crosses a sentence end.  Queries run
 in C (``ngramlm._fast``): a binary search per pattern, and for a whole test stream the longest
-match at every position, amortised (the effective n grows by at most one a token).
+match at every position, amortised (the effective n grows by at most one a token).  Without the
+compiled extension the same searches run vectorised in numpy (``ngramlm.sa_search``).
 """
 from __future__ import annotations
 
@@ -39,11 +40,14 @@ FORMAT_VERSION = 1
 
 
 def _fast():
+    """The suffix-array searches: compiled where the extension is built, else their numpy twins
+    (:mod:`ngramlm.sa_search`: the same results, slower)."""
     from . import accel
 
     if accel.fast is None:
-        raise InputError(f"the ∞-gram's queries need the compiled extension ({accel.describe()})",
-                         fix="reinstall with a C compiler: pip install -e .")
+        from . import sa_search
+
+        return sa_search
     return accel.fast
 
 

@@ -15,7 +15,9 @@ from ngramlm import NgramCounts, NgramLM, accel
 from ngramlm.counts import padded_stream
 from ngramlm.infini import InfiniIndex, mixture_log10, tune_lambdas
 
-pytestmark = pytest.mark.skipif(accel.fast is None, reason=f"the ∞-gram needs the compiled extension: "
+# Every test here runs on whichever implementation is present (NGRAMLM_NO_EXT=1: the numpy searches);
+# the last ones compare the two directly where the extension is built.
+needs_ext = pytest.mark.skipif(accel.fast is None, reason=f"compares with the compiled extension: "
                                                           f"{accel.describe()}")
 
 
@@ -313,3 +315,72 @@ def test_review_regressions_max_n_empty_text_stdin_and_unknown_words(toy, tmp_pa
     assert code == 0 and out.split("\t")[0] == "0"
     code, _, err = run_cli("infini", "build", "--stream", "ptb", "-o", tmp_path / "x.npz")
     assert code == 2 and "not a file" in err
+
+
+# ----------------------------------------------------------------------------- numpy = compiled
+@needs_ext
+@pytest.mark.parametrize("max_n", [0, 1, 2, 4])
+def test_numpy_searches_equal_the_compiled_ones(toy, max_n):
+    from ngramlm import sa_search
+
+    ds, idx = toy
+    for split in ("valid", "test"):
+        tokens, pos = padded_stream(ds[split])
+        args = (idx.tokens, idx.sa, tokens.astype(np.int64), pos.astype(np.int64), max_n - 1 if max_n else -1)
+        for a, b in zip(accel.fast.sa_infini(*args), sa_search.sa_infini(*args)):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+    rng = np.random.default_rng(7)
+    stream = np.asarray(idx.tokens, dtype=np.int64)
+    pats = [stream[i:i + n].tolist() for i, n in zip(rng.integers(0, len(stream) - 8, 3000), rng.integers(0, 8, 3000))]
+    pats += [[int(rng.integers(0, len(ds.vocab)))] * 3 for _ in range(50)] + [[], [EOS_ID, BOS_ID], [10**6]]
+    lengths = np.array([len(p) for p in pats])
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    flat = np.array([x for p in pats for x in p], dtype=np.int64)
+    assert np.array_equal(accel.fast.sa_count_many(idx.tokens, idx.sa, flat, offsets),
+                          sa_search.sa_count_many(idx.tokens, idx.sa, flat, offsets))
+    for p in pats[:200] + pats[-3:]:
+        q = np.asarray(p, dtype=np.int64)
+        assert tuple(accel.fast.sa_range(idx.tokens, idx.sa, q)) == sa_search.sa_range(idx.tokens, idx.sa, q)
+
+
+@needs_ext
+def test_numpy_searches_on_tiny_and_repetitive_indexes():
+    from ngramlm import sa_search
+
+    vocab = Vocab().fit([["a", "b"]])
+    a, b = vocab.stoi_["a"], vocab.stoi_["b"]
+    for sents in ([[a] * 30], [[a, b] * 7, [b], []], [[b]]):
+        ids = np.concatenate([np.asarray(s + [EOS_ID], dtype=np.int32) for s in sents])
+        starts = np.concatenate([[0], np.cumsum([len(s) + 1 for s in sents])]).astype(np.int64)
+        text = EncodedText(ids=ids, starts=starts)
+        idx = InfiniIndex.build(text, vocab)
+        tokens, pos = padded_stream(text)
+        for cap in (-1, 0, 2):
+            args = (idx.tokens, idx.sa, tokens.astype(np.int64), pos.astype(np.int64), cap)
+            for x, y in zip(accel.fast.sa_infini(*args), sa_search.sa_infini(*args)):
+                assert np.array_equal(x, y), (sents, cap)
+
+
+def test_the_infini_commands_run_without_the_extension(tmp_path):
+    """`infini build/count/ppl` with the extension switched off: the numbers of the compiled path."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = ("import json, sys; sys.path.insert(0, %r); from ngramlm import accel\n"
+              "from corpora import load_corpus, prepare\nfrom corpora.toy import ToyConfig\n"
+              "from ngramlm.infini import InfiniIndex\n"
+              "ds = prepare(load_corpus('toy', toy_config=ToyConfig(n_train_tokens=20000, n_valid_tokens=1000, "
+              "n_test_tokens=1000)))\nidx = InfiniIndex.build(ds['train'], ds.vocab)\ns = idx.score(ds['test'])\n"
+              "print(json.dumps({'ext': accel.fast is not None, 'eff': s.eff_n.tolist(), 'ch': s.cnt_h.tolist(), "
+              "'chw': s.cnt_hw.tolist(), 'sparse': s.sparse.tolist()}))\n") % root
+    runs = {}
+    for off in ("1", "0"):
+        env = dict(os.environ, NGRAMLM_NO_EXT=off)
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        runs[off] = json.loads(out.stdout)
+    assert runs["1"]["ext"] is False
+    if runs["0"]["ext"]:
+        assert {k: v for k, v in runs["1"].items() if k != "ext"} == {k: v for k, v in runs["0"].items() if k != "ext"}
+    assert max(runs["1"]["eff"]) > 2 and sum(runs["1"]["chw"]) > 0
