@@ -7,6 +7,7 @@ imported only when invoked, so ``ngramlm ppl`` on an n-gram model never imports 
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 
 import click
@@ -35,9 +36,11 @@ class LazyGroup(click.Group):
     """A click group whose sub-commands are imported on first use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(_COMMANDS)
+        return sorted(set(_COMMANDS) | set(self.commands))
 
     def get_command(self, ctx: click.Context, name: str):
+        if name in self.commands:  # defined here (info)
+            return self.commands[name]
         entry = _COMMANDS.get(name)
         if entry is None:
             return None
@@ -50,19 +53,117 @@ class LazyGroup(click.Group):
                     f"`ngramlm {name}` needs PyTorch: pip install torch==2.13.0 (the CPU build; see README)"
                 ) from None
             raise
-        return getattr(module, attr)
+        return _guarded(getattr(module, attr))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Short help without importing every module (keeps `--help` fast and torch-free).
-        rows = [(name, _COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        rows = [(name, _COMMANDS[name][1] if name in _COMMANDS else self.commands[name].get_short_help_str())
+                for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
 
+# SRILM and KenLM spell long flags with one dash (``-order 5``, ``-write-lm``).  click would read
+# ``-order5`` as ``-o rder5`` and write a model file named ``rder5``; such a word is refused instead,
+# with the spelling this toolkit uses.  Words that are not options of the command pass untouched.
+_SINGLE_DASH = re.compile(r"^-([A-Za-z][A-Za-z_-]+)(=?)(.*)$")
+_SRILM = {  # SRILM/KenLM flags whose name differs here -> what to write instead
+    "lm": "give the model file as the MODEL argument", "write-lm": "-o/--out FILE",
+    "text": "give the text file as the TEXT argument", "ppl": "`ngramlm ppl MODEL TEXT`",
+    "kndiscount": "--smoothing mkn", "interpolate": "--smoothing mkn (interpolated by default)",
+    "unk": "nothing: <unk> is always modelled", "limit-vocab": "--vocab FILE", "vocab": "--vocab FILE",
+    "prune": "--prune-entropy THRESHOLD", "arpa": "-o FILE.arpa",
+}
+
+
+def _check_single_dash(cmd: click.Command, args: list) -> None:
+    options = {o[2:]: p for p in cmd.params for o in list(p.opts) + list(p.secondary_opts) if o.startswith("--")}
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return
+        m = _SINGLE_DASH.match(arg)
+        if not m:
+            continue
+        name, value = m.group(1), m.group(3)
+        if name not in options:  # -order5 matches as name "order", value "5"
+            if name in _SRILM:
+                raise click.UsageError(f"'{arg}' is SRILM/KenLM's spelling; here write {_SRILM[name]}")
+            continue
+        takes_value = not getattr(options[name], "is_flag", False)
+        if takes_value and not value and i + 1 < len(args) and not args[i + 1].startswith("-"):
+            value = args[i + 1]  # -order 5
+        hint = f"--{name} {value}" if takes_value and value else f"--{name}"
+        raise click.UsageError(f"'{arg}' has one dash, so it would read as -{arg[1]} {arg[2:]!r}; "
+                               f"did you mean {hint}? (long options take two dashes)")
+
+
+def _guarded(cmd):
+    """Wrap ``cmd`` (and a group's sub-commands) so single-dash long flags are refused first."""
+    if getattr(cmd, "_ngramlm_guarded", False):
+        return cmd
+    parse = cmd.parse_args
+
+    def parse_args(ctx, args):
+        if not isinstance(cmd, click.Group):  # a group's words belong to its sub-command, checked there
+            _check_single_dash(cmd, args)
+        return parse(ctx, args)
+
+    cmd.parse_args = parse_args
+    cmd._ngramlm_guarded = True
+    if isinstance(cmd, click.Group):
+        for sub in cmd.commands.values():
+            _guarded(sub)
+    return cmd
+
+
+def _version_line() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        v = version("ngramlm")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        v = "unknown (not installed)"
+    from ngramlm import accel  # light: no numpy until a model is used
+
+    return f"ngramlm {v}\nquery side: {accel.describe()}"
+
+
+def _print_version(ctx: click.Context, param, value) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(_version_line())
+        ctx.exit()
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="ngramlm")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and whether the compiled extension is in use, then exit.")
 def cli() -> None:
     """Count-based n-gram and neural language models, compared on the same tokenized corpora."""
+
+
+@cli.command("info")
+def info_cmd() -> None:
+    """Version, Python, the optional parts installed, and which implementation runs."""
+    import importlib.util
+    import platform
+
+    click.echo(_version_line())
+    click.echo(f"python {platform.python_version()} ({platform.system()} {platform.machine()})")
+    for mod, extra in (("numpy", "core"), ("scipy", "core"), ("torch", "neural"), ("sacrebleu", "neural"),
+                       ("matplotlib", "report"), ("jinja2", "report"), ("dask", "dask")):
+        found = importlib.util.find_spec(mod) is not None
+        ver = ""
+        if found:
+            from importlib.metadata import PackageNotFoundError, version
+
+            try:
+                ver = version(mod)
+            except PackageNotFoundError:
+                ver = "?"
+        click.echo(f"{mod:<11} {ver if found else f'not installed (pip install ngramlm[{extra}])'}")
+    from corpora.datadir import describe_source
+
+    click.echo(f"data dir    {describe_source(None)}")
 
 
 def _terminate(signum, frame):  # SIGTERM: unwind like Ctrl-C, so temp files are removed and we exit 130
@@ -85,6 +186,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _main(argv: list[str] | None) -> None:
     from corpora.errors import ToolkitError
+    from corpora.textio import OutputError
 
     try:
         cli.main(args=argv, prog_name="ngramlm", standalone_mode=False)
@@ -94,7 +196,10 @@ def _main(argv: list[str] | None) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except ToolkitError as exc:
+    except OutputError as exc:  # an output that cannot be written: an I/O failure, status 1
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(1)
+    except ToolkitError as exc:  # bad input (a file, a line, an option): status 2
         click.echo(f"Error: {exc}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:

@@ -262,7 +262,7 @@ def _check_output(output: str, source: str) -> Path:
 
 @vocab_group.command("build")
 @click.argument("source", metavar="CORPUS_OR_FILE")
-@click.option("-o", "--output", required=True, metavar="VOCAB.json",
+@click.option("-o", "--output", "--out", "output", required=True, metavar="VOCAB.json",
               help="Where to write the vocabulary (JSON); '-' is stdout.")
 @click.option("--min-count", default=None, metavar="N", help="Keep words seen at least N times in train (default 1).")
 @click.option("--max-size", default=None, metavar="K", help="Keep at most the K most frequent words.")

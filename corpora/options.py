@@ -20,7 +20,8 @@ NORMALIZE_CHOICES = ("NFC", "NFKC", "NFD", "NFKD")
 
 def data_dir_option(f):
     return click.option(
-        "--data-dir", envvar=ENV_VAR, type=str, default=None, metavar="DIR",
+        "--data-dir", type=str, default=None, metavar="DIR",  # the env var is read by resolve_data_dir,
+        # not by click, so `corpora list` can say where the folder came from
         help=f"Folder holding one sub-folder per corpus [env {ENV_VAR}; else ~/.cache/ngramlm/corpora].",
     )(f)
 

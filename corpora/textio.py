@@ -187,8 +187,13 @@ def _unlink_all(paths) -> int:
     return n
 
 
-def check_writable(path: os.PathLike | str, *, what: str = "output file", create_parents: bool = True) -> Path:
+def check_writable(path: os.PathLike | str, *, what: str = "output file", create_parents: bool = True,
+                   stdout_ok: bool = False) -> Path:
     """Check *before* any work that ``path`` can be written; raise a one-line :class:`OutputError` if not.
+
+    ``-`` means standard output only where the output is text (``stdout_ok``: an ARPA file, a
+    vocabulary's JSON); a binary file or a folder named ``-`` is refused, never written to a
+    terminal or to a file literally named ``-``.
 
     Creates missing parent folders (as the write would), refuses a directory, and proves the
     folder writable by creating and removing a temp file there -- permissions, read-only
@@ -198,7 +203,10 @@ def check_writable(path: os.PathLike | str, *, what: str = "output file", create
     import tempfile
 
     if str(path) == "-":
-        return Path("-")  # standard output
+        if stdout_ok:
+            return Path("-")  # standard output
+        raise OutputError(f"'-' (standard output) cannot take a {what}: it is binary, not text", path=path,
+                          fix="give a file name")
     p = Path(path)
     if str(path) in ("", "."):
         raise OutputError(f"no {what} name given", path=path, fix="give a file name")
@@ -227,6 +235,76 @@ def check_writable(path: os.PathLike | str, *, what: str = "output file", create
         raise output_error(exc, p, folder=probe_dir) from None  # the folder that exists, not one to create
     remove_stale_temp_files(p)
     return p
+
+
+class FolderBusy(ToolkitError):
+    """Another process is writing the same output folder."""
+
+
+def _lock_fd(fd: int) -> bool:
+    """Take an exclusive, non-blocking lock on an open file; False if another process holds it."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            return True
+        except OSError:
+            return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def folder_lock(folder: os.PathLike | str, *, what: str = "run"):
+    """Hold an exclusive lock on output folder ``folder`` while a run writes it.
+
+    The lock is a file *beside* the folder (``.NAME.lock``), so it can be taken before the
+    folder is checked or created: two runs started at once into one folder cannot both pass the
+    "empty folder" check.  The second is refused at once with the holder's pid (a lock dies
+    with its process, so ``kill -9`` leaves nothing to clean).  The file is removed on release;
+    a waiter that locked the removed file notices (another inode now at the path) and retries.
+    """
+    p = Path(folder)
+    lock = p.parent / f".{p.name or 'out'}.lock"
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise output_error(exc, p, "cannot create the folder") from None
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+        except OSError as exc:
+            raise output_error(exc, lock, "cannot create the lock file") from None
+        if not _lock_fd(fd):
+            try:
+                holder = os.read(fd, 32).decode("ascii", "replace").strip() or "?"
+            finally:
+                os.close(fd)
+            raise FolderBusy(f"{p}: another {what} (pid {holder}) is writing this folder (fix: wait for it to "
+                             "finish, or choose another --out)")
+        try:
+            same = os.fstat(fd).st_ino == os.stat(lock).st_ino
+        except OSError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # the holder removed the file after we opened it: lock the new one
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        yield p
+    finally:
+        try:
+            os.unlink(lock)
+        except OSError:
+            pass
+        os.close(fd)
 
 
 @contextlib.contextmanager

@@ -102,6 +102,9 @@ def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optiona
         "log2_prob": d["log10_prob"] / math.log10(2),
         "seconds": round(time.perf_counter() - t0, 2),
     })
+    from ngramlm.summary import oov_warning
+
+    d["warning"] = oov_warning(vocab, d)
     return d
 
 
@@ -164,7 +167,7 @@ def _both(field: str, fmt=str) -> str:
 @click.option("--d-ff", type=int, default=None, help="Transformer feed-forward width [default: 4 x --d-model].")
 @click.option("--block-size", type=int, default=_TF.block_size, show_default=True, help="Transformer context window.")
 @click.option("--positional", type=click.Choice(["sinusoidal", "learned"]), default=_TF.positional, show_default=True)
-@click.option("--epochs", type=int, default=None, help="Maximum epochs " + _both("epochs") + ".")
+@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Maximum epochs " + _both("epochs") + ".")
 @click.option("--time-budget", type=float, default=None,
               help="Wall-clock minutes for the whole command: loading, training, validation and the test pass.")
 @click.option("--batch-size", type=int, default=None, help="Rows per batch " + _both("batch_size") + ".")
@@ -268,7 +271,7 @@ def train_cmd(corpus, model_name, impl, data_dir, tokenizer, min_count, max_voca
         _echo_err(f"precision: {precision.reason}")
         tcfg = dataclasses.replace(
             recipe,
-            epochs=1 if dry_run else (epochs or recipe.epochs),
+            epochs=1 if dry_run else (recipe.epochs if epochs is None else epochs),
             batch_size=batch_size or recipe.batch_size,
             bptt=bptt or (recipe.bptt if kind == "rnn" else block_size),
             batch_scheme=batch_scheme or recipe.batch_scheme,

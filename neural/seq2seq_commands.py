@@ -114,7 +114,7 @@ def seq2seq_group() -> None:
 @click.option("--layers", type=int, default=_S2S.n_layers, show_default=True)
 @click.option("--dropout", type=float, default=_S2S.dropout, show_default=True)
 @click.option("--attn-size", type=int, default=_S2S.attn_size, show_default=True, help="Additive attention width.")
-@click.option("--epochs", type=int, default=SEQ2SEQ_TRAIN.epochs, show_default=True, help="Maximum epochs.")
+@click.option("--epochs", type=click.IntRange(min=1), default=SEQ2SEQ_TRAIN.epochs, show_default=True, help="Maximum epochs.")
 @click.option("--time-budget", type=float, default=None,
               help="Wall-clock minutes for the whole command: loading, training, validation and the test pass.")
 @click.option("--batch-size", type=int, default=SEQ2SEQ_TRAIN.batch_size, show_default=True, help="Pairs per batch.")

@@ -74,7 +74,7 @@ def _is_neural(path: str) -> bool:
 # ----------------------------------------------------------------------------- train
 @click.command("train")
 @click.argument("texts", nargs=-1, metavar="[TEXT]...")
-@click.option("-o", "--output", "output", type=click.Path(dir_okay=False, allow_dash=True), required=True,
+@click.option("-o", "--output", "--out", "output", type=click.Path(dir_okay=False, allow_dash=True), required=True,
               help="Model file to write: native format, or ARPA when the name ends in .arpa; '-' writes ARPA "
                    "to stdout.")
 @click.option("--order", type=int, default=3, show_default=True, help="n-gram order (1 to 12).")
@@ -400,6 +400,9 @@ def ppl_cmd(model_path, text, split, data_dir, as_json, tokenizer, lower, normal
     d = r.to_dict()
     d.update({"model": str(model_path), "text": where, "order": lm.order_, "smoothing": lm.smoother_name_,
               "describe": f"{lm.order_}-gram {lm.smoother_name_}"})
+    from .summary import oov_warning
+
+    d["warning"] = oov_warning(lm.vocab_, d)
     if as_json:
         click.echo(json.dumps(d, indent=2))
         return
@@ -450,11 +453,18 @@ def score_cmd(model_path, text, per_token, split, data_dir, tokenizer, lower, no
 # The spellings of earlier versions, kept working (`neural generate` uses --max-len and -n/--num).
 @click.option("--num-words", "num_words_old", type=int, default=None, hidden=True)
 @click.option("--sentences", "sentences_old", type=int, default=None, hidden=True)
-def generate_cmd(model_path, max_len, num, prompt, temperature, seed, num_words_old, sentences_old):
-    """Sample text from MODEL (n-gram, ARPA or neural checkpoint)."""
+@click.pass_context
+def generate_cmd(ctx, model_path, max_len, num, prompt, temperature, seed, num_words_old, sentences_old):
+    """Sample text from MODEL (n-gram, ARPA or neural checkpoint).  A checkpoint samples as
+    `ngramlm neural generate --strategy sample` does (which also offers greedy and beam search)."""
+    max_len = num_words_old if num_words_old is not None else max_len
+    num = sentences_old if sentences_old is not None else num
     if _is_neural(model_path):
-        raise click.UsageError(f"for a neural checkpoint use: ngramlm neural generate {model_path} "
-                               "--strategy greedy|beam|sample ...")
+        from neural.commands import generate_cmd as neural_generate
+
+        ctx.invoke(neural_generate, checkpoint=model_path, prompt=prompt, strategy="sample", max_len=max_len,
+                   temperature=temperature, num=num, seed=seed)
+        return
     import numpy as np
 
     from corpora.tokenize import detokenize, make_tokenizer, TokenizerSpec
@@ -463,19 +473,30 @@ def generate_cmd(model_path, max_len, num, prompt, temperature, seed, num_words_
     spec = lm.vocab_.tokenizer or TokenizerSpec()
     ctx = make_tokenizer(spec)(prompt) if prompt else []
     rng = np.random.default_rng(seed)
-    max_len = num_words_old if num_words_old is not None else max_len
-    num = sentences_old if sentences_old is not None else num
     for _ in range(num):
         words = lm.generate(num_words=max_len, context=ctx, temperature=temperature, random_state=rng)
         click.echo(detokenize(ctx + words, spec))
 
 
+def _one_output(positional, option):
+    """OUTPUT as an argument or as -o/--out (every writing command takes -o/--out), not both."""
+    if positional is not None and option is not None and positional != option:
+        raise click.UsageError(f"two outputs given ({positional!r} and -o {option!r}): give one")
+    if positional is None and option is None:
+        raise click.UsageError("no output given: add OUTPUT (or -o/--out FILE)")
+    return option if positional is None else positional
+
+
 @click.command("export-arpa")
 @click.argument("model_path", metavar="MODEL")
-@click.argument("output", type=click.Path(dir_okay=False, allow_dash=True))
-def export_arpa_cmd(model_path, output):
+@click.argument("output", type=click.Path(dir_okay=False, allow_dash=True), required=False)
+@click.option("-o", "--output", "--out", "output_opt", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              help="The ARPA file (instead of the OUTPUT argument); '-' is stdout.")
+def export_arpa_cmd(model_path, output, output_opt):
     """Write MODEL as an ARPA file (readable by KenLM and SRILM); OUTPUT '-' is stdout."""
     from ngramlm.arpa import write_arpa
+
+    output = _one_output(output, output_opt)
 
     if output != "-":
         check_writable(output, what="ARPA file")
@@ -485,10 +506,14 @@ def export_arpa_cmd(model_path, output):
 
 @click.command("import-arpa")
 @click.argument("arpa_path", metavar="ARPA")
-@click.argument("output", type=click.Path(dir_okay=False))
-def import_arpa_cmd(arpa_path, output):
+@click.argument("output", type=click.Path(dir_okay=False), required=False)
+@click.option("-o", "--output", "--out", "output_opt", type=click.Path(dir_okay=False), default=None,
+              help="The native model file (instead of the OUTPUT argument; binary, so not '-').")
+def import_arpa_cmd(arpa_path, output, output_opt):
     """Read an ARPA file (e.g. from KenLM's lmplz) into the fast native format."""
     from ngramlm.arpa import read_arpa
+
+    output = _one_output(output, output_opt)
 
     check_writable(output, what="model file")
     lm = read_arpa(arpa_path)

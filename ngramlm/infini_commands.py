@@ -24,7 +24,8 @@ def infini_group():
 
 @infini_group.command("build")
 @click.argument("texts", nargs=-1, required=True, metavar="TEXT...")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Index file to write (.npz).")
+@click.option("-o", "--output", "--out", "output", required=True, type=click.Path(dir_okay=False),
+              help="Index file to write (.npz; binary, so not '-').")
 @click.option("--split", default="train", show_default=True, help="Split of a named corpus.")
 @click.option("--vocab", "vocab_path", type=click.Path(dir_okay=False), default=None,
               help="Encode with this vocabulary file (else one is fitted on TEXT, as `train` does).")

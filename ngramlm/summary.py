@@ -86,25 +86,50 @@ def report_from_log10(log10_probs: np.ndarray, oov: np.ndarray, n_sentences: int
 
 
 def _num(x, digits: int = 2) -> str:
+    """A number as SRILM/KenLM print it: no thousands separators (parsers split on spaces and read floats)."""
     if x is None:
         return "n/a"
     if not math.isfinite(x):
         return "inf" if x > 0 else "-inf"
-    s = f"{x:,.{digits}f}"
-    return s[1:] if s.startswith("-") and float(s.replace(",", "")) == 0 else s  # never "-0.00"
+    s = f"{x:.{digits}f}"
+    return s[1:] if s.startswith("-") and float(s) == 0 else s  # never "-0.00"
+
+
+def oov_warning(vocab, d: dict):
+    """A warning when more than half the words of a scored text are out of vocabulary, saying what
+    ``<unk>`` stands for in this model (else None).  A text of unknown words can score a *low*
+    perplexity -- on PTB every OOV is the frequent training word ``<unk>`` -- which is no result."""
+    words, oovs = int(d.get("words") or 0), int(d.get("oovs") or 0)
+    if not words or 2 * oovs <= words:
+        return None
+    unk = vocab.unk_token
+    if getattr(vocab, "n_corpus_unk_", 0):
+        meaning = (f"the training text itself contains {unk} as a word ({vocab.n_corpus_unk_} times), so every "
+                   f"OOV gets the probability learned for that word, and a low perplexity says nothing about this text")
+    elif getattr(vocab, "n_train_unk_", 0):
+        meaning = (f"{unk} stands for the {vocab.n_train_unk_} training tokens cut by min_count/max_size, "
+                   "so every OOV is scored as one of those rare words")
+    else:
+        meaning = f"{unk} never occurred in training, so every OOV gets only the model's share for unseen words"
+    return (f"{oovs} of {words} words ({100.0 * oovs / words:.0f} %) are out of vocabulary and scored as {unk}: "
+            f"{meaning}. Check that the text, its tokenizer and its casing match the model's training text.")
 
 
 def format_report(d: dict) -> str:
     """The human summary (rounded to sensible digits) of a report dict (``to_dict()`` plus
-    ``model``, ``text`` and ``describe``: what the model is)."""
+    ``model``, ``text`` and ``describe``: what the model is; ``warning`` when there is one).  The
+    numbers are printed as SRILM's ``ngram -ppl`` and KenLM's ``query`` print them, so their
+    parsers read this output."""
     lines = [
         f"model {d.get('model', '?')}" + (f" ({d['describe']})" if d.get("describe") else ""),
-        f"file {d.get('text', '?')}: {d['sentences']:,} sentences, {d['words']:,} words, {d['oovs']:,} OOVs",
-        f"{d['zero_probs']:,} zeroprobs, logprob= {_num(d['log10_prob'])} ppl= {_num(d['ppl'])} "
+        f"file {d.get('text', '?')}: {d['sentences']} sentences, {d['words']} words, {d['oovs']} OOVs",
+        f"{d['zero_probs']} zeroprobs, logprob= {_num(d['log10_prob'])} ppl= {_num(d['ppl'])} "
         f"ppl1= {_num(d['ppl1'])}",
         f"Perplexity including OOVs:\t{_num(d['ppl'])}",
         f"Perplexity excluding OOVs:\t{_num(d['ppl_excluding_oovs'])}",
-        f"Tokens predicted:\t{d['tokens']:,}  (words + sentence ends; <s> is never predicted)",
+        f"Tokens predicted:\t{d['tokens']}  (words + sentence ends; <s> is never predicted)",
         f"Bits per token:\t{_num(d['bits_per_token'], 4)}",
     ]
+    if d.get("warning"):
+        lines.append(f"Warning: {d['warning']}")
     return "\n".join(lines)

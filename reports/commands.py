@@ -140,54 +140,64 @@ def compare_cmd(ctx, corpus, out, tokenizer, max_order, smoothers, neural, neura
     opts = dict(ctx.params)
     if out is None:
         out = str(Path("compare-out") / Path(corpus or "toy").stem)
+    if out == "-":
+        raise InputError("'-' (standard output) cannot be a report folder", fix="give a folder with --out")
     out_path = Path(out)
-    if resume:
-        settings = prepare_out_dir(out_path, force=force, resume=True)
-        given = [o for o in _SETTING_OPTIONS if _given(ctx, o)]
-        if given or quick:
-            requested = _settings_from_options(ctx, opts, quick).to_dict()
-            stored = settings.to_dict()
-            fields = {_SETTING_OPTIONS[o] for o in given} | (set(quick_settings().to_dict()) if quick else set())
-            changed = sorted(f for f in fields if f != "threads" and requested[f] != stored[f])
-            if changed:
-                raise InputError(f"--resume continues the recorded run with its own settings; this would change "
-                                 f"{', '.join(changed)}", path=out_path,
-                                 fix="drop those options, or use --force to re-run with new settings")
-        if _given(ctx, "threads"):
-            settings.threads = threads
-    else:
-        settings = _settings_from_options(ctx, opts, quick)
-        prepare_out_dir(out_path, force=force, resume=False)
-    from .parallel_compare import is_parallel
+    from corpora.textio import check_writable, folder_lock
 
-    if is_parallel(settings.corpus):
-        _compare_parallel(settings, out_path, data_dir, verbose, as_json, t0)
-        return
-    # Load the corpus before creating the folder: an unknown name must not leave an empty run behind.
-    from .data import load_data
+    # An unwritable place fails here, naming the results file, before the lock beside the folder.
+    check_writable(out_path / "results.json", what="results file", create_parents=False)
 
-    data = load_data(settings, data_dir)
-    adopted = None
-    if settings.checkpoints:  # a wrong checkpoint is refused before anything is written
-        from .compare import inspect_checkpoints
+    # Held until the run ends: a second run into the same folder is refused instead of racing
+    # past the "non-empty folder" check and mixing its files with this one's.
+    with folder_lock(out_path, what="`ngramlm compare`"):
+        if resume:
+            settings = prepare_out_dir(out_path, force=force, resume=True)
+            given = [o for o in _SETTING_OPTIONS if _given(ctx, o)]
+            if given or quick:
+                requested = _settings_from_options(ctx, opts, quick).to_dict()
+                stored = settings.to_dict()
+                fields = {_SETTING_OPTIONS[o] for o in given} | (set(quick_settings().to_dict()) if quick else set())
+                changed = sorted(f for f in fields if f != "threads" and requested[f] != stored[f])
+                if changed:
+                    raise InputError(f"--resume continues the recorded run with its own settings; this would change "
+                                     f"{', '.join(changed)}", path=out_path,
+                                     fix="drop those options, or use --force to re-run with new settings")
+            if _given(ctx, "threads"):
+                settings.threads = threads
+        else:
+            settings = _settings_from_options(ctx, opts, quick)
+            prepare_out_dir(out_path, force=force, resume=False)
+        from .parallel_compare import is_parallel
 
-        adopted = inspect_checkpoints(settings, data)
-    if settings.neural or adopted:  # say now, not afterwards, when a budget cannot pay for the scoring
-        from .neural_part import budget_notes
+        if is_parallel(settings.corpus):
+            _compare_parallel(settings, out_path, data_dir, verbose, as_json, t0)
+            return
+        # Load the corpus before creating the folder: an unknown name must not leave an empty run behind.
+        from .data import load_data
 
-        for note in budget_notes(settings, data, tuple(info["model"] for info in adopted or ())):
-            _echo_err(note)
-    start_run(out_path, settings)
-    run = Run(settings, out_path, data=data, log=_echo_err, verbose=verbose, adopted=adopted)
-    try:
-        results = run.execute()
-    except KeyboardInterrupt:
-        _echo_err(f"interrupted; what finished is cached. Continue with: ngramlm compare --out {out} --resume")
-        raise SystemExit(130)
-    paths = render(out_path, results)
-    click.echo(json.dumps(summary_json(results), indent=2) if as_json else summary_table(results))
-    _echo_err(f"wrote {out_path / 'results.json'}, {paths['md']}, {paths['html']} "
-              f"in {time.perf_counter() - t0:.1f} s")
+        data = load_data(settings, data_dir)
+        adopted = None
+        if settings.checkpoints:  # a wrong checkpoint is refused before anything is written
+            from .compare import inspect_checkpoints
+
+            adopted = inspect_checkpoints(settings, data)
+        if settings.neural or adopted:  # say now, not afterwards, when a budget cannot pay for the scoring
+            from .neural_part import budget_notes
+
+            for note in budget_notes(settings, data, tuple(info["model"] for info in adopted or ())):
+                _echo_err(note)
+        start_run(out_path, settings)
+        run = Run(settings, out_path, data=data, log=_echo_err, verbose=verbose, adopted=adopted)
+        try:
+            results = run.execute()
+        except KeyboardInterrupt:
+            _echo_err(f"interrupted; what finished is cached. Continue with: ngramlm compare --out {out} --resume")
+            raise SystemExit(130)
+        paths = render(out_path, results)
+        click.echo(json.dumps(summary_json(results), indent=2) if as_json else summary_table(results))
+        _echo_err(f"wrote {out_path / 'results.json'}, {paths['md']}, {paths['html']} "
+                  f"in {time.perf_counter() - t0:.1f} s")
 
 
 def _compare_parallel(settings, out_path: Path, data_dir, verbose: bool, as_json: bool, t0: float) -> None:
