@@ -9,6 +9,7 @@ Sub-commands (``python benchmarks/bench_neural.py COMMAND --help``):
 ``train``       trains each model on PTB with a time budget (default 60 min per model)
                 and reports wall time, tokens/s, valid and test perplexity.
 ``char``        a character-level run on The Time Machine; bits per character on the held-out tail.
+``budget``      ``neural train --time-budget`` with CPU-bound jobs started beside it: used vs budget.
 
 Perplexities come from the toolkit's full-pass evaluator (full softmax over the
 ``n_types`` predicted types, every token of the split scored once).
@@ -73,18 +74,50 @@ def flops_per_token(kind: str, cfg: dict, n_types: int) -> float:
     return L * per_layer + 2 * d * n_types
 
 
-def measure_peak(threads: int, n: int = 2048, reps: int = 10) -> dict:
+def _matmul_rate(n: int, dt, reps: int, *, limit_s: float = float("inf")) -> float:
+    """FLOP/s of an n x n product in ``dt``; stops early once ``limit_s`` has passed (at least one rep)."""
+    a, b = torch.randn(n, n, dtype=dt), torch.randn(n, n, dtype=dt)
+    a @ b  # warm-up
+    t0 = time.perf_counter()
+    done = 0
+    while done < reps:
+        a @ b
+        done += 1
+        if time.perf_counter() - t0 > limit_s:
+            break
+    return 2 * n ** 3 * done / (time.perf_counter() - t0)
+
+
+def measure_peak(threads: int, n: int = 2048, reps: int = 10, *, want_bf16: bool = True,
+                 say=lambda msg: None) -> dict:
+    """Matmul peak in fp32 and, where this CPU runs it natively, in bf16 (else bf16 is None).
+
+    bf16 is probed before it is timed: the oneDNN capability flag, then one 256^3 product with a
+    time limit.  Without native kernels a bf16 product is emulated (about 0.3 GFLOP/s on this
+    kind of machine), and twelve 2048^3 products would take over ten minutes."""
+    from neural.precision import native_bf16
+
     torch.set_num_threads(threads)
-    out = {}
-    for name, dt in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
-        a, b = torch.randn(n, n, dtype=dt), torch.randn(n, n, dtype=dt)
-        for _ in range(2):
-            a @ b
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            a @ b
-        out[name] = 2 * n ** 3 * reps / (time.perf_counter() - t0)
+    out = {"fp32": _matmul_rate(n, torch.float32, reps), "bf16": None}
+    say(f"fp32 peak: {out['fp32'] / 1e9:.1f} GFLOP/s ({n}^3, {threads} threads)")
+    if not want_bf16:
+        return out
+    if not native_bf16():
+        say("bf16: skipped -- this CPU has no native bf16 kernels (AVX512-BF16/AMX); emulated bf16 is slower "
+            "than fp32, so every number here is fp32")
+        return out
+    probe = _matmul_rate(256, torch.bfloat16, 3, limit_s=2.0)
+    if probe < 0.5 * _matmul_rate(256, torch.float32, 3, limit_s=2.0):
+        say(f"bf16: skipped -- a 256^3 product runs at {probe / 1e9:.2f} GFLOP/s, under half the fp32 rate "
+            "(emulated here)")
+        return out
+    out["bf16"] = _matmul_rate(n, torch.bfloat16, reps, limit_s=30.0)
+    say(f"bf16 peak: {out['bf16'] / 1e9:.1f} GFLOP/s")
     return out
+
+
+def _gflops(x) -> str:
+    return "n/a (not native here)" if x is None else f"{x / 1e9:.1f} GFLOP/s"
 
 
 def load_ptb():
@@ -149,8 +182,8 @@ def cli() -> None:
 @click.option("--threads", type=int, default=2, show_default=True)
 def peak(threads):
     """Matmul peak of this CPU."""
-    p = measure_peak(threads)
-    click.echo(f"peak matmul with {threads} threads: fp32 {p['fp32'] / 1e9:.1f} GFLOP/s, bf16 {p['bf16'] / 1e9:.1f} GFLOP/s")
+    p = measure_peak(threads, say=click.echo)
+    click.echo(f"peak matmul with {threads} threads: fp32 {_gflops(p['fp32'])}, bf16 {_gflops(p['bf16'])}")
 
 
 @cli.command()
@@ -168,9 +201,9 @@ def peak(threads):
 def throughput(names, size, batches, repeats, threads, bf16, impl, batch_size, baseline):
     """Training tokens/s: ours vs the plain PyTorch loop, and FLOP/s vs peak."""
     torch.set_num_threads(threads)
+    p = measure_peak(threads, want_bf16=bf16, say=click.echo)  # printed at once: the user sees it is running
+    bf16 = bf16 and p["bf16"] is not None
     ds = load_ptb()
-    p = measure_peak(threads)
-    click.echo(f"peak: fp32 {p['fp32'] / 1e9:.1f} GFLOP/s, bf16 {p['bf16'] / 1e9:.1f} GFLOP/s ({threads} threads)")
     best: dict = {}
     flops: dict = {}
     for _ in range(repeats):
@@ -198,6 +231,7 @@ def throughput(names, size, batches, repeats, threads, bf16, impl, batch_size, b
                                                            mcfg["n_layers"], mcfg["dropout"], batches), "fp32"))
             for label, fn, dt in runs:
                 best[label] = max(best.get(label, 0.0), fn())
+                click.echo(f"  {label}: {best[label]:,.0f} tokens/s so far", err=True)
                 flops[label] = (fpt, p[dt])
     for label, tps in best.items():
         fpt, peak_ref = flops[label]
@@ -300,6 +334,47 @@ def char(minutes, hidden, layers, threads, out_dir):
     click.echo(f"timemachine char LSTM {layers}x{hidden}: {res.epochs_done:.1f} epochs in {res.seconds:.0f} s, "
                f"{res.tokens_per_second:,.0f} chars/s; test {test.n_predicted:,} chars, "
                f"{test.bits_per_token:.3f} bits/char (ppl {test.ppl:.2f})")
+
+
+
+@cli.command()
+@click.option("--minutes", type=float, default=2.0, show_default=True, help="The --time-budget of the run.")
+@click.option("--hogs", type=int, default=2, show_default=True, help="CPU-bound processes beside it.")
+@click.option("--delay", type=float, default=20.0, show_default=True, help="Seconds before the hogs start.")
+@click.option("--corpus", default="toy", show_default=True)
+def budget(minutes, hogs, delay, corpus):
+    """`neural train --time-budget` on a machine other jobs share: used vs budget."""
+    import subprocess
+    import threading
+
+    procs = []
+
+    def start():
+        for _ in range(hogs):
+            procs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+
+    timer = threading.Timer(delay, start)
+    timer.start()
+    out = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-budget-{os.getpid()}.pt"
+    t0 = time.perf_counter()
+    try:
+        r = subprocess.run([sys.executable, "-c", "import cli; cli.main()", "neural", "train", corpus, "--time-budget",
+                            str(minutes), "--no-progress", "--out", str(out)], capture_output=True, text=True,
+                           cwd=str(Path(__file__).resolve().parents[1]))
+    finally:
+        timer.cancel()
+        for p in procs:
+            p.kill()
+        from neural.checkpoint import best_path
+
+        for path in (out, best_path(out)):
+            Path(path).unlink(missing_ok=True)
+    wall = time.perf_counter() - t0
+    for line in r.stderr.splitlines():
+        if line.startswith(("note:", "stopped:", "time budget")):
+            click.echo(line)
+    click.echo(f"{hogs} hogs from {delay:g} s: budget {minutes:g} min, wall {wall / 60:.2f} min "
+               f"({100 * (wall / (60 * minutes) - 1):+.0f} %), exit {r.returncode}")
 
 
 if __name__ == "__main__":

@@ -306,8 +306,11 @@ def train_cmd(corpus, model_name, impl, data_dir, tokenizer, min_count, max_voca
     if has_test:
         best = best_path(trainer.out)
         model = load_model(best)[0] if best.exists() else trainer.model
-        test = evaluate(model, ds["test"].ids, batch_size=eval_batch_size,
-                        max_tokens=2000 if dry_run else None)
+        from .train import eval_threads
+
+        with eval_threads(trainer.eval_threads):  # the count the trainer's last probe found faster
+            test = evaluate(model, ds["test"].ids, batch_size=eval_batch_size,
+                            max_tokens=2000 if dry_run else None)
         summary["test"] = {"tokens": test.n_predicted, "log10_prob": test.log10_prob, "ppl": test.ppl,
                            "bits_per_token": test.bits_per_token}
         if not as_json:

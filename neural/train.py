@@ -24,6 +24,7 @@ last good checkpoint untouched.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -49,6 +50,19 @@ from .data import detach_state, make_batches, with_start
 from .evaluate import evaluate
 
 logger = logging.getLogger("neural.train")
+
+
+@contextlib.contextmanager
+def eval_threads(n: Optional[int]):
+    """Run the block with ``n`` torch threads (None: unchanged), then restore the count."""
+    before = torch.get_num_threads()
+    if n is not None and n != before:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
 
 
 class TrainingDiverged(ToolkitError):
@@ -137,6 +151,10 @@ class Trainer:
         self._resumed = False
         self._stop_requested = False
         self._eval_seconds = 0.0
+        self._calibration = self._calib_slowdown = 1.0
+        self._first_batches, self._base_batch_s, self._recent_batch_s = [], None, None
+        self._monitor = None
+        self.eval_threads = None  # threads for evaluation: chosen by the rate probe (None: as set)
         self.write_failure: Optional[str] = None  # set when --out could not be written (see save())
         # Training seconds of earlier fit() calls (a resumed run's), so the history and the
         # checkpoint count the whole run's time, also when it was interrupted inside an epoch.
@@ -284,28 +302,87 @@ class Trainer:
         t0 = time.perf_counter()
         max_tokens = 2000 if self.cfg.max_batches is not None and self.cfg.max_batches <= 1 else None
         # Always float32: the validation perplexity is a reported number, not only a monitor.
-        result = evaluate(self.model, self.valid_ids, batch_size=self.cfg.eval_batch_size, max_tokens=max_tokens)
+        with eval_threads(self.eval_threads):
+            result = evaluate(self.model, self.valid_ids, batch_size=self.cfg.eval_batch_size,
+                              max_tokens=max_tokens)
         self._eval_seconds = time.perf_counter() - t0
+        # The probe's estimate of this pass, at the machine's load now: later estimates are scaled
+        # by the ratio (and by how much busier the machine gets after this).
+        estimate = self.n_valid_tokens() / self._val_rate if math.isfinite(self._val_rate) else 0.0
+        self._calib_slowdown = self._batch_slowdown()
+        self._calibration = self._eval_seconds / (estimate * self._calib_slowdown) if estimate > 0 else 1.0
         return result.ppl
 
     # ------------------------------------------------------------------ the budget
+    def _time_eval(self, n: int, threads: int) -> tuple:
+        """(validation tokens/s, scoring tokens/s) on the first ``n`` validation tokens with ``threads``."""
+        prefix = self.valid_ids[:n]
+        was_training = self.model.training
+        with eval_threads(threads):
+            t0 = time.perf_counter()
+            evaluate(self.model, prefix, batch_size=self.cfg.eval_batch_size)
+            t1 = time.perf_counter()
+            if self.reserve_tokens:
+                evaluate(self.model, prefix, batch_size=1)
+            t2 = time.perf_counter()
+        self.model.train(was_training)
+        return n / max(t1 - t0, 1e-6), (n / max(t2 - t1, 1e-6) if self.reserve_tokens else math.inf)
+
     def _probe_eval_rates(self) -> None:
         """Tokens/s of the validation pass and of the caller's full-history scoring, timed on a
-        prefix of the validation text, so the budget can leave room for them before they happen."""
+        prefix of the validation text, so the budget can leave room for them before they happen:
+        with the configured thread count and, where that is more than one, with one thread (what
+        evaluation uses while other jobs share the cores, see :mod:`neural.contention`)."""
         model = self.model
         n = int(min(len(self.valid_ids), 4 * model.eval_chunk_len() * max(1, self.cfg.eval_batch_size), 4000))
         if n < 2:
             self._val_rate = self._score_rate = math.inf
+            self._rates = {}
             return
-        prefix = self.valid_ids[:n]
-        t0 = time.perf_counter()
-        evaluate(model, prefix, batch_size=self.cfg.eval_batch_size)
-        t1 = time.perf_counter()
-        if self.reserve_tokens:
-            evaluate(model, prefix, batch_size=1)
-        t2 = time.perf_counter()
-        self._val_rate = n / max(t1 - t0, 1e-6)
-        self._score_rate = n / max(t2 - t1, 1e-6) if self.reserve_tokens else math.inf
+        threads = torch.get_num_threads()
+        self._rates = {t: self._time_eval(n, t) for t in ([threads, 1] if threads > 1 else [threads])}
+        self._probe_threads, self._probe_n = threads, n
+        self._val_rate, self._score_rate = self._rates[threads]
+        self._fresh_t = None  # when the rates were last re-timed under sharing
+
+    def _choose_eval_threads(self) -> None:
+        """One thread for evaluation while other processes share the cores (measured), else the
+        configured count; the rates the budget uses follow the choice."""
+        if not getattr(self, "_rates", None) or len(self._rates) < 2:
+            return
+        shared = self._monitor.shared()
+        want = 1 if shared else self._probe_threads
+        if want != (self.eval_threads or self._probe_threads):
+            self.log(f"note: other jobs use {self._monitor.others:.1f} cores: evaluating with {want} thread"
+                     f"{'s' if want > 1 else ''}" if shared else
+                     f"note: the cores are free again: evaluating with {want} threads")
+        self.eval_threads = want
+        if shared:
+            # One thread keeps its speed on shared cores far better than two, but not entirely (it
+            # gets its share of them): re-time it on a short prefix now and then (~1 % of the time).
+            now = time.perf_counter()
+            if self._fresh_t is None or now - self._fresh_t > 15.0:
+                self._val_rate, self._score_rate = self._time_eval(max(2, min(self._probe_n, 800)), 1)
+                self._fresh_t = time.perf_counter()
+        else:
+            self._val_rate, self._score_rate = self._rates[want]
+            self._fresh_t = None
+
+    def _batch_slowdown(self) -> float:
+        """How much slower the recent batches run than those right after the probe (>= 1): the
+        evaluation still to come is slowed by the same sharing of the cores."""
+        base, recent = self._base_batch_s, self._recent_batch_s
+        return max(1.0, recent / base) if base and recent else 1.0
+
+    def _note_batch(self, seconds: float) -> None:
+        """Batch times: the median of batches 2-6 of this fit is the baseline (the first pays
+        warm-up); the recent time a decayed mean."""
+        if len(self._first_batches) < 6:
+            self._first_batches.append(seconds)
+            if len(self._first_batches) >= 3:
+                self._base_batch_s = float(np.median(self._first_batches[1:]))
+        prev = self._recent_batch_s
+        self._recent_batch_s = seconds if prev is None else 0.7 * prev + 0.3 * seconds
 
     def _final_cost(self) -> float:
         """Seconds the run still needs after the last batch: one validation pass and the caller's scoring.
@@ -313,13 +390,14 @@ class Trainer:
         Once a real validation pass has run, its time replaces the probe's estimate, and the scoring
         estimate is scaled by the same ratio (the machine got busier or quieter since the probe).
         5 % is added: the estimate is a measurement on a shared CPU, and overshooting is the worse error."""
-        if self._eval_seconds and math.isfinite(self._val_rate):
-            val = self._eval_seconds
-            slowdown = val / (self.n_valid_tokens() / self._val_rate)
-        else:
-            val = self.n_valid_tokens() / self._val_rate
-            slowdown = 1.0
-        return 1.05 * (val + slowdown * self.reserve_tokens / self._score_rate)
+        # A real validation pass corrects the probe's bias (a prefix is not the whole text) by their
+        # ratio; the batch slowdown since then says how much busier the machine has become.
+        factor = self._calibration if self._eval_seconds else 1.0
+        busy = self._batch_slowdown() / (self._calib_slowdown if self._eval_seconds else 1.0)
+        if getattr(self, "_fresh_t", None) is not None:
+            busy = 1.0  # the rates were just timed on the shared cores
+        val = factor * self.n_valid_tokens() / self._val_rate
+        return 1.05 * max(1.0, busy) * (val + factor * self.reserve_tokens / self._score_rate)
 
     def fit(self) -> TrainResult:
         cfg, model = self.cfg, self.model
@@ -333,6 +411,11 @@ class Trainer:
         self._val_rate = self._score_rate = math.inf
         if budget_s is not None:
             self._probe_eval_rates()
+        from .contention import ContentionMonitor
+
+        self._monitor = ContentionMonitor()
+        self._first_batches, self._base_batch_s, self._recent_batch_s = [], None, None
+        last_look = time.perf_counter()
         batch_s = 0.0  # the slowest recent batch (seconds), for "does one more batch fit?"
 
         step_at_start = self.step
@@ -418,6 +501,11 @@ class Trainer:
                     # The max of the last batch and a decayed memory of slower ones: one slow batch
                     # (a page fault, a busy core) should not be forgotten at once.
                     batch_s = max(now - t_batch, 0.9 * batch_s)
+                    self._note_batch(now - t_batch)
+                    if now - last_look > 5.0:  # who else uses the cores, every 5 s
+                        self._monitor.sample()
+                        self._choose_eval_threads()
+                        last_look = now
                     if self.out is not None and now - last_save > cfg.checkpoint_minutes * 60 and k + 1 < n:
                         self.save()
                         last_save = now

@@ -136,7 +136,10 @@ def neural_row(name: str, settings: dict, data, checkpoint: Path, train: Optiona
     best = best_path(checkpoint)
     model = load_model(best)[0] if best.exists() else trainer.model
     row["size"] = int(model.n_parameters())
-    arrays = _score(model, data, row)
+    from neural.train import eval_threads
+
+    with eval_threads(trainer.eval_threads):  # the thread count the trainer's last probe found faster
+        arrays = _score(model, data, row)
     row["eval_seconds"] = time.perf_counter() - t0 - result.seconds
     # Wall time of everything this model cost: earlier (interrupted) runs' training plus this run.
     row["wall_seconds"] = done + time.perf_counter() - t0

@@ -259,3 +259,59 @@ def test_training_reduces_validation_perplexity():
     model = rnn(vocab)
     r = Trainer(model, vocab, tr, va, cfg(epochs=4, optimizer="adamw", lr=0.02), progress=False).fit()
     assert r.history[-1]["val_ppl"] < r.history[0]["val_ppl"] < len(WORDS) + 2
+
+
+# ---------------------------------------------------------------------------- shared cores
+def test_contention_monitor_sees_another_busy_process():
+    import subprocess
+    import sys
+    import time
+
+    from neural.contention import ContentionMonitor
+
+    mon = ContentionMonitor()
+    if mon._last is None:
+        pytest.skip("no /proc/stat here: the monitor reports nothing and evaluation keeps its threads")
+    hog = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 3: pass"])
+    try:
+        time.sleep(0.3)
+        mon.sample()  # start the interval once the hog runs
+        time.sleep(1.5)
+        others = mon.sample()
+    finally:
+        hog.kill()
+        hog.wait()
+    assert others is not None and others > 0.5 and mon.shared()
+
+
+def test_evaluation_uses_one_thread_while_the_cores_are_shared(tmp_path, monkeypatch):
+    """With other jobs on the cores, validation (and the caller's scoring) run with one thread -- two
+    busy-waiting threads stall there (toy test scoring: 6 s alone, 41 s beside two CPU-bound jobs,
+    7 s with one thread) -- and the budget is estimated at that thread count."""
+    from neural import contention
+
+    vocab, tr, va = make_vocab_and_data(n_train=600)
+    def busy(self):
+        self.others = 1.7  # cores used by other processes
+        return self.others
+
+    monkeypatch.setattr(contention.ContentionMonitor, "sample", busy)
+    import neural.train as train_mod
+
+    times = iter(range(0, 10**6, 3))  # each perf_counter() call is 3 s later: a look every batch
+    real = train_mod.time.perf_counter
+    monkeypatch.setattr(train_mod.time, "perf_counter", lambda: float(next(times)))
+    seen = []
+    torch.set_num_threads(2)
+    try:
+        t = Trainer(rnn(vocab), vocab, tr, va, cfg(epochs=1, time_budget=10**4), progress=False,
+                    log=seen.append, reserve_tokens=len(va))
+        r = t.fit()
+        assert torch.get_num_threads() == 2  # restored after every evaluation
+    finally:
+        torch.set_num_threads(1)
+        monkeypatch.setattr(train_mod.time, "perf_counter", real)
+    assert r.stopped == "finished"
+    assert t.eval_threads == 1
+    assert any("evaluating with 1 thread" in m for m in seen), seen
+    assert t._rates[1] and t._rates[2]  # both counts were timed by the first probe
