@@ -272,30 +272,63 @@ class InfiniIndex:
         t_pred = np.flatnonzero(pos > 0)
         eff = np.minimum(s.eff_n, buckets)
         rng = np.random.default_rng(seed)
-        rows = []
+        plan = []  # per bucket: (k, positions, the sampled positions used, their h')
         for k in range(1, buckets + 1):
             idx = np.flatnonzero(eff == k)
             if not len(idx):
                 continue
             pick = rng.choice(idx, min(per_bucket, len(idx)), replace=False)
-            right = used = read = 0
-            best: dict = {}  # h' -> its most frequent continuation
+            used, read, seen = [], 0, set()
             for j in pick:
                 if used and read >= rows_per_bucket:
                     break
                 t = t_pred[j]
                 L = int(s.eff_n[j]) - 1
                 h = tuple(tokens[t - L:t].tolist())
-                if h not in best:
-                    nxt = self.next_counts(list(h))
-                    nxt[BOS_ID] = 0  # never a continuation of a history (nor predicted)
-                    best[h] = int(np.argmax(nxt))
+                if h not in seen:
+                    seen.add(h)
                     read += int(s.cnt_h[j])
-                right += int(best[h] == tokens[t])
-                used += 1
-            rows.append({"effective_n": k, "positions": int(len(idx)), "sampled": used,
-                         "accuracy": right / used})
+                used.append((j, h))
+            plan.append((k, len(idx), used))
+        # The most frequent continuation of every distinct h', its rows found in one batch of searches.
+        best = self._most_frequent_next(sorted({h for _, _, used in plan for _, h in used}))
+        rows = []
+        for k, n_positions, used in plan:
+            right = sum(int(best[h] == tokens[t_pred[j]]) for j, h in used)
+            rows.append({"effective_n": k, "positions": int(n_positions), "sampled": len(used),
+                         "accuracy": right / len(used)})
         return rows
+
+    def _most_frequent_next(self, contexts: list) -> dict:
+        """For each context (a tuple of ids): the id that most often follows it in the training text
+        (the smallest on ties, never ``<s>``; 0 where nothing follows), as ``argmax(next_counts)``.
+        The rows of a context are sorted by their next token, so that token's longest run wins."""
+        if not contexts:
+            return {}
+        lengths = np.fromiter(map(len, contexts), dtype=np.int64, count=len(contexts))
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        flat = np.fromiter((i for c in contexts for i in c), dtype=np.int64, count=int(offsets[-1]))
+        sa_impl = _fast()
+        if hasattr(sa_impl, "prefix_ranges"):  # numpy: all contexts searched together
+            lo, hi, _ = sa_impl.prefix_ranges(self.tokens, self.sa, flat if len(flat) else np.zeros(1, np.int64),
+                                              offsets[:-1], lengths)
+        else:
+            rng = [sa_impl.sa_range(self.tokens, self.sa, flat[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
+            lo, hi = (np.array(x, dtype=np.int64) for x in zip(*rng))
+        out = {}
+        n = len(self.tokens)
+        for c, a, b, L in zip(contexts, lo.tolist(), hi.tolist(), lengths.tolist()):
+            at = np.asarray(self.sa[a:b], dtype=np.int64) + L
+            nxt = np.asarray(self.tokens[at[at < n]], dtype=np.int64)
+            nxt = nxt[nxt != BOS_ID]  # never a continuation of a history (nor predicted)
+            if not len(nxt):
+                out[c] = 0
+                continue
+            # Sorted already: the runs of equal ids are the counts (no sort, no length-V array).
+            starts = np.concatenate([[0], np.flatnonzero(nxt[1:] != nxt[:-1]) + 1])
+            runs = np.diff(np.append(starts, len(nxt)))
+            out[c] = int(nxt[starts[int(np.argmax(runs))]])
+        return out
 
 
 # ----------------------------------------------------------------------------- mixtures
