@@ -17,7 +17,7 @@ _COMMANDS = {
     "corpora": ("corpora.commands:corpora_group", "List, inspect and download named corpora."),
     "vocab": ("corpora.commands:vocab_group", "Build a vocabulary and report its statistics."),
     "tokenize": ("corpora.commands:tokenize_cmd", "Tokenize text from stdin (or files) to stdout."),
-    "stats": ("corpora.commands:stats_cmd", "Corpus, vocabulary and n-gram sparsity statistics."),
+    "stats": ("ngramlm.stats_command:stats_cmd", "Corpus, vocabulary and n-gram sparsity statistics."),
     "train": ("ngramlm.commands:train_cmd", "Train an n-gram model (or, with --model, a neural one)."),
     "ppl": ("ngramlm.commands:ppl_cmd", "Perplexity summary of a model on a text."),
     "score": ("ngramlm.commands:score_cmd", "Per-sentence or per-token scores of a text."),

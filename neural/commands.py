@@ -68,7 +68,7 @@ def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optiona
     tokens predicted (words + sentence ends), total log-probability in nats, log10 and
     log2, perplexity and bits per token.
     """
-    from ngramlm.summary import oov_flags, report_from_log10
+    from corpora.accounting import oov_flags, report_from_log10
 
     from .checkpoint import load_model
     from .evaluate import evaluate, token_log_probs
@@ -102,7 +102,7 @@ def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optiona
         "log2_prob": d["log10_prob"] / math.log10(2),
         "seconds": round(time.perf_counter() - t0, 2),
     })
-    from ngramlm.summary import oov_warning
+    from corpora.accounting import oov_warning
 
     d["warning"] = oov_warning(vocab, d)
     return d
@@ -337,7 +337,7 @@ def train_cmd(corpus, model_name, impl, data_dir, tokenizer, min_count, max_voca
 @json_option
 def ppl_cmd(checkpoint, text_or_corpus, split, data_dir, batch_size, threads, as_json):
     """Perplexity of CHECKPOINT on a corpus split or a text file [default: its training corpus]."""
-    from ngramlm.summary import format_report
+    from corpora.accounting import format_report
 
     summary = ppl_summary(checkpoint, text_or_corpus, split=split, data_dir=data_dir, batch_size=batch_size,
                           threads=threads)
@@ -362,7 +362,7 @@ def generate_cmd(checkpoint, prompt, strategy, max_len, beam_size, alpha, temper
     """Generate text from CHECKPOINT."""
     _set_threads(threads)
     from .checkpoint import load_model
-    from .generate import beam_search, encode_prompt, greedy, render, sample
+    from .generate import beam_search, encode_prompt, greedy, render
 
     model, vocab, _ = load_model(checkpoint)
     prompt_ids = encode_prompt(vocab, prompt)
@@ -373,7 +373,23 @@ def generate_cmd(checkpoint, prompt, strategy, max_len, beam_size, alpha, temper
         for h in beam_search(model, prompt_ids, beam_size=beam_size, max_len=max_len, alpha=alpha)[:num]:
             click.echo(f"[{h.score:8.3f} | ln p {h.log_prob:8.2f}] {head}{render(vocab, h.ids)}")
     else:
-        for i in range(num):
-            ids = sample(model, prompt_ids, max_len, temperature=temperature, top_k=top_k,
-                         seed=None if seed is None else seed + i, stop_at_eos=stop_at_eos)
-            click.echo(head + render(vocab, ids))
+        for line in sample_lines(checkpoint, prompt=prompt, max_len=max_len, num=num, temperature=temperature,
+                                 seed=seed, top_k=top_k, stop_at_eos=stop_at_eos, loaded=(model, vocab)):
+            click.echo(line)
+
+
+def sample_lines(checkpoint, *, prompt: str = "", max_len: int = 30, num: int = 1, temperature: float = 1.0,
+                 seed=None, top_k=None, stop_at_eos: bool = True, loaded=None) -> list:
+    """``num`` samples from CHECKPOINT as text lines (the prompt first), sample ``i`` seeded ``seed + i``."""
+    from .checkpoint import load_model
+    from .generate import encode_prompt, render, sample
+
+    model, vocab = loaded if loaded is not None else load_model(checkpoint)[:2]
+    prompt_ids = encode_prompt(vocab, prompt)
+    head = (prompt + " ") if prompt and vocab.tokenizer is not None and vocab.tokenizer.kind != "char" else prompt
+    lines = []
+    for i in range(num):
+        ids = sample(model, prompt_ids, max_len, temperature=temperature, top_k=top_k,
+                     seed=None if seed is None else seed + i, stop_at_eos=stop_at_eos)
+        lines.append(head + render(vocab, ids))
+    return lines

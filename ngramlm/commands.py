@@ -16,7 +16,7 @@ import click
 from corpora.errors import InputError
 from corpora.options import data_dir_option, json_option, seed_option, tokenizer_options, tokenizer_spec
 from corpora.textio import check_writable
-from ngramlm.summary import format_report
+from corpora.accounting import format_report
 
 MODEL_SUFFIXES_ARPA = (".arpa", ".arpa.gz", ".lm")
 
@@ -54,21 +54,21 @@ def _check_tokenizer(model, text_spec, model_path):
             fix="drop the tokenizer options (the model's own are used) or retrain with matching options")
 
 
-def _is_neural(path: str) -> bool:
+def other_kind(path: str):
+    """The registered model family of ``path`` when it is not an n-gram model (a neural checkpoint),
+    else None; see :mod:`corpora.modelkinds` (this package never imports ``neural``)."""
+    from corpora.modelkinds import kind_of
+
+    from ngramlm.io_native import is_native
+
     try:
         with open(path, "rb") as fh:
             head = fh.read(4)
     except OSError:
-        return False
-    if head != b"PK\x03\x04":
-        return False
-    from ngramlm.io_native import is_native
-
-    if is_native(path):
-        return False
-    from neural.sniff import is_checkpoint  # no torch import: a zip sniff
-
-    return bool(is_checkpoint(path))
+        return None
+    if head != b"PK\x03\x04" or is_native(path):  # ARPA text, gzip, or our own .npz
+        return None
+    return kind_of(path)
 
 
 # ----------------------------------------------------------------------------- train
@@ -389,10 +389,9 @@ def _prepare_text(model_path, text, split, data_dir, tokenizer, lower, normalize
 @_tokenizer_options
 def ppl_cmd(model_path, text, split, data_dir, as_json, tokenizer, lower, normalize):
     """Perplexity of MODEL (n-gram, ARPA or neural checkpoint) on TEXT (file, '-', or corpus name)."""
-    if _is_neural(model_path):
-        from neural.commands import ppl_summary
-
-        summary = ppl_summary(model_path, text, split=split, data_dir=data_dir)
+    kind = other_kind(model_path)
+    if kind is not None:
+        summary = kind.ppl_summary(model_path, text, split, data_dir)
         click.echo(json.dumps(summary, indent=2) if as_json else format_report(summary))
         return
     lm, sents, enc, oov, where = _prepare_text(model_path, text, split, data_dir, tokenizer, lower, normalize)
@@ -400,7 +399,7 @@ def ppl_cmd(model_path, text, split, data_dir, as_json, tokenizer, lower, normal
     d = r.to_dict()
     d.update({"model": str(model_path), "text": where, "order": lm.order_, "smoothing": lm.smoother_name_,
               "describe": f"{lm.order_}-gram {lm.smoother_name_}"})
-    from .summary import oov_warning
+    from corpora.accounting import oov_warning
 
     d["warning"] = oov_warning(lm.vocab_, d)
     if as_json:
@@ -453,17 +452,15 @@ def score_cmd(model_path, text, per_token, split, data_dir, tokenizer, lower, no
 # The spellings of earlier versions, kept working (`neural generate` uses --max-len and -n/--num).
 @click.option("--num-words", "num_words_old", type=int, default=None, hidden=True)
 @click.option("--sentences", "sentences_old", type=int, default=None, hidden=True)
-@click.pass_context
-def generate_cmd(ctx, model_path, max_len, num, prompt, temperature, seed, num_words_old, sentences_old):
+def generate_cmd(model_path, max_len, num, prompt, temperature, seed, num_words_old, sentences_old):
     """Sample text from MODEL (n-gram, ARPA or neural checkpoint).  A checkpoint samples as
     `ngramlm neural generate --strategy sample` does (which also offers greedy and beam search)."""
     max_len = num_words_old if num_words_old is not None else max_len
     num = sentences_old if sentences_old is not None else num
-    if _is_neural(model_path):
-        from neural.commands import generate_cmd as neural_generate
-
-        ctx.invoke(neural_generate, checkpoint=model_path, prompt=prompt, strategy="sample", max_len=max_len,
-                   temperature=temperature, num=num, seed=seed)
+    kind = other_kind(model_path)
+    if kind is not None:
+        for line in kind.sample(model_path, prompt, max_len, num, temperature, seed):
+            click.echo(line)
         return
     import numpy as np
 

@@ -14,7 +14,7 @@ from corpora.errors import InputError
 from corpora.options import data_dir_option, json_option
 from corpora.textio import check_writable
 
-from .commands import _is_neural, _spec_from_options, _tokenizer_options, load_model, load_sentences
+from .commands import other_kind, _spec_from_options, _tokenizer_options, load_model, load_sentences
 
 
 @click.group("infini")
@@ -114,12 +114,9 @@ def count_cmd(index_path, ngram, as_json):
 
 def per_token_log10(model_path: str, sents: list) -> np.ndarray:
     """log10 p of every word and </s> of ``sents`` under an n-gram model or a neural checkpoint."""
-    if _is_neural(model_path):
-        from neural.checkpoint import load_model as load_neural
-        from neural.evaluate import token_log_probs
-
-        model, vocab, _ = load_neural(model_path)
-        return token_log_probs(model, vocab.encode_sentences(sents).ids) / math.log(10)
+    kind = other_kind(model_path)
+    if kind is not None:
+        return kind.per_token_log10(model_path, sents)
     lm = load_model(model_path)
     enc, oov = lm.encode(sents)
     return lm.token_scores(enc, oov=oov).log10_prob
@@ -138,7 +135,7 @@ def per_token_log10(model_path: str, sents: list) -> np.ndarray:
 def ppl_cmd(index_path, text, split, mix_path, tune_on, max_n, data_dir, as_json):
     """The ∞-gram on TEXT: effective n, zero-probability rate, and with --mix the mixture's perplexity."""
     from .infini import InfiniIndex, mixture_log10, tune_lambdas
-    from .summary import format_report, oov_flags, report_from_log10
+    from corpora.accounting import format_report, oov_flags, report_from_log10
 
     index = InfiniIndex.load(index_path)
     text = text or (index.source.split(":")[0] if ":" in index.source else None)

@@ -24,7 +24,7 @@ from corpora.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, EncodedText, Vocab
 from .counts import NgramCounts, check_order, lookup, padded_stream
 from .smoothing import AdditiveSmoother, BackoffTables, Smoother, make_smoother
 from .tables import NgramTables
-from .summary import PerplexityReport, oov_flags, report_from_log10  # noqa: F401 (PerplexityReport re-exported)
+from corpora.accounting import PerplexityReport, oov_flags, report_from_log10  # noqa: F401 (PerplexityReport re-exported)
 
 FORMAT = "ngramlm.ngram"
 FORMAT_VERSION = 1

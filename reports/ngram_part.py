@@ -15,7 +15,7 @@ import numpy as np
 from corpora.errors import InputError
 from corpora.vocab import BOS_ID, EncodedText
 from ngramlm import NgramCounts, NgramLM
-from ngramlm.summary import report_from_log10
+from corpora.accounting import report_from_log10
 from ngramlm.sparsity import flat_row, sparsity_table
 
 LOG2_10 = math.log2(10.0)

@@ -6,15 +6,16 @@ import time
 
 import numpy as np
 import pytest
-import torch
 
-from corpora import load_corpus, prepare
-from corpora.errors import InputError
-from neural import precision
-from neural.config import (COMPARE_TRAIN_PRESETS, MODEL_PRESETS, TRAIN_PRESETS, RNNConfig, TrainConfig,
+torch = pytest.importorskip("torch", reason="the neural extra is not installed (pip install -e '.[neural]')")
+
+from corpora import load_corpus, prepare  # noqa: E402
+from corpora.errors import InputError  # noqa: E402
+from neural import precision  # noqa: E402
+from neural.config import (COMPARE_TRAIN_PRESETS, MODEL_PRESETS, TRAIN_PRESETS, RNNConfig, TrainConfig,  # noqa: E402
                            TransformerConfig, parse_override, sized)
-from neural.models import build_model
-from neural.train import Trainer
+from neural.models import build_model  # noqa: E402
+from neural.train import Trainer  # noqa: E402
 
 
 # ---------------------------------------------------------------------------- one source of defaults

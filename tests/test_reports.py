@@ -19,13 +19,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from corpora.vocab import UNK_ID
-from ngramlm import NgramCounts, NgramLM
-from reports.analysis import choose_passage, mixture_bits, normalise, tune_lambda
-from reports import plots
-from reports.data import load_data
-from reports.render import build_context, fmt_budget, fmt_fixed
-from reports.settings import CompareSettings, quick_settings
+# The report extra draws and templates; its quick run trains tiny neural models (the neural extra).
+for _mod, _extra in (("matplotlib", "report"), ("jinja2", "report"), ("torch", "neural")):
+    pytest.importorskip(_mod, reason=f"the {_extra} extra is not installed (pip install -e '.[{_extra}]')")
+
+from corpora.vocab import UNK_ID  # noqa: E402
+from ngramlm import NgramCounts, NgramLM  # noqa: E402
+from reports.analysis import choose_passage, mixture_bits, normalise, tune_lambda  # noqa: E402
+from reports import plots  # noqa: E402
+from reports.data import load_data  # noqa: E402
+from reports.render import build_context, fmt_budget, fmt_fixed  # noqa: E402
+from reports.settings import CompareSettings, quick_settings  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts"
