@@ -166,6 +166,10 @@ def info_cmd() -> None:
     click.echo(f"data dir    {describe_source(None)}")
 
 
+_EXTRAS = {"torch": "neural", "sacrebleu": "neural", "matplotlib": "report", "jinja2": "report",
+           "dask": "dask", "distributed": "dask"}  # module -> the pip extra that installs it
+
+
 def _terminate(signum, frame):  # SIGTERM: unwind like Ctrl-C, so temp files are removed and we exit 130
     raise KeyboardInterrupt
 
@@ -207,6 +211,14 @@ def _main(argv: list[str] | None) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except ModuleNotFoundError as exc:  # an optional part that this install lacks
+        extra = _EXTRAS.get((exc.name or "").split(".")[0])
+        if extra is None:
+            raise
+        click.echo(f"Error: this command needs {exc.name}, which is not installed (fix: pip install "
+                   f"'ngramlm[{extra}]'{'; torch: pip install torch==2.13.0, the CPU build' if exc.name == 'torch' else ''})",
+                   err=True)
+        sys.exit(2)
     except OSError as exc:
         # A safety net: an I/O failure no command turned into a located error still gets one
         # line with the path and a fix, never a traceback.

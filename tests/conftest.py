@@ -46,6 +46,20 @@ def toy_dataset():
     return prepare(load_corpus("toy", toy_config=cfg))
 
 
+def needs(*modules: str):
+    """Skip a test, saying which extra to install, where a module it needs is absent (a core-only
+    install: ``pip install -e '.[test]'`` without the neural/report extras)."""
+    import importlib.util
+
+    extra = {"torch": "neural", "sacrebleu": "neural", "matplotlib": "report", "jinja2": "report"}
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    why = ", ".join(f"{m} (pip install -e '.[{extra.get(m, 'test')}]')" for m in missing)
+    return pytest.mark.skipif(bool(missing), reason=f"needs {why}")
+
+
+REPORT = ("matplotlib", "jinja2", "torch")  # compare: the report extra, and tiny neural models
+
+
 def invoke_cli(args, input=None):
     """Run ``cli.main(args)`` in-process; return ``(exit_code, stdout, stderr)``."""
     from click.testing import CliRunner

@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+from conftest import REPORT, needs
+
 TEXT = "the cat sat on the mat\nthe dog sat on the log\na cat and a dog\n"
 
 
@@ -78,6 +80,7 @@ def test_json_summaries(run_cli, tmp_path):
     assert run_cli("train", "toy", "-o", "-", "--json")[0] == 2  # both would write to stdout
 
 
+@needs("torch")
 def test_neural_and_ngram_ppl_print_the_same_summary(run_cli, tmp_path):
     ckpt = tmp_path / "n.pt"
     code, out, err = run_cli("neural", "train", "toy", "-o", ckpt, "--dry-run", "--hidden-size", "16",
@@ -97,8 +100,9 @@ def test_neural_and_ngram_ppl_print_the_same_summary(run_cli, tmp_path):
     assert d["tokens"] == 20003 and d["oovs"] == 12 and d["ppl_excluding_oovs"] <= d["ppl"] * 1.5
 
 
-@pytest.mark.parametrize("command", [["neural", "train", "toy", "--dry-run", "--hidden-size", "8", "--no-progress"],
-                                     ["compare", "--quick", "--neural", "none"]])
+@pytest.mark.parametrize("command", [
+    pytest.param(["neural", "train", "toy", "--dry-run", "--hidden-size", "8", "--no-progress"], marks=needs("torch")),
+    pytest.param(["compare", "--quick", "--neural", "none"], marks=needs(*REPORT))])
 def test_minus_o_is_the_output_everywhere(run_cli, tmp_path, command):
     target = tmp_path / ("x.pt" if command[0] == "neural" else "run")
     code, _, err = run_cli(*command, "-o", target)

@@ -48,6 +48,11 @@ def _needs(*modules):
     import importlib.util
 
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if "setuptools" in modules and "setuptools" not in missing:
+        from importlib.metadata import version
+
+        if int(version("setuptools").split(".")[0]) < 77:  # pyproject's license string (PEP 639)
+            missing.append(f"setuptools>=77 (found {version('setuptools')})")
     return pytest.mark.skipif(bool(missing), reason=f"needs {', '.join(missing)} (pip install -e '.[test]')")
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import invoke_cli
+from conftest import REPORT, invoke_cli, needs
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -61,6 +61,7 @@ def test_every_readme_command_is_run_or_has_a_reason():
     assert used == set(NOT_RUN), f"stale NOT_RUN entries: {set(NOT_RUN) - used}"
 
 
+@needs(*REPORT)
 def test_readme_commands_run_and_print_what_their_comments_say(shared_corpora, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("NGRAMLM_DATA_DIR", str(shared_corpora))

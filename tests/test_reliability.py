@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import REPORT, needs
+
 from corpora.textio import (OutputError, atomic_write_bytes, atomic_writer, check_writable, stale_temp_files,
                             sweep_stale_temp_files)
 
@@ -140,6 +142,7 @@ def _one_line_error(code, out, err, *needles):
         assert n in lines[0], (n, err)
 
 
+@needs(*REPORT)
 def test_write_failures_are_one_line_errors(run_cli, tmp_path):
     blocker = tmp_path / "afile"
     blocker.write_text("x")
@@ -152,6 +155,7 @@ def test_write_failures_are_one_line_errors(run_cli, tmp_path):
     _one_line_error(*run_cli("compare", "--quick", "--out", blocker / "run"), "results.json")
 
 
+@needs("torch")
 def test_neural_train_checks_its_output_before_training(run_cli, tmp_path):
     blocker = tmp_path / "afile"
     blocker.write_text("x")
@@ -161,6 +165,7 @@ def test_neural_train_checks_its_output_before_training(run_cli, tmp_path):
     assert time.perf_counter() - t0 < 20  # refused before the corpus was even loaded
 
 
+@needs("torch")
 def test_a_trained_model_whose_out_cannot_be_written_is_rescued(run_cli, tmp_path, monkeypatch):
     import neural.train as train_mod
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import REPORT, needs
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -78,6 +80,7 @@ def test_dash_is_refused_for_a_checkpoint(run_cli, tmp_path, monkeypatch):
     assert out == "" and sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+@needs(*REPORT)
 def test_dash_is_refused_as_a_report_folder(run_cli, tmp_path, monkeypatch):
     # Before: a folder named "-".
     monkeypatch.chdir(tmp_path)
@@ -189,6 +192,7 @@ def test_generate_samples_from_a_checkpoint(run_cli, tmp_path):
 
 
 # ----------------------------------------------------------------------------- one writer per folder
+@needs(*REPORT)
 def test_a_second_compare_into_a_locked_folder_is_refused(run_cli, tmp_path):
     # Before: two runs both passed the "non-empty folder" check and wrote one folder together.
     from corpora.textio import FolderBusy, folder_lock
