@@ -30,12 +30,26 @@ META_PREFIX = "# ngramlm-meta "
 
 def arpa_meta(model) -> dict:
     v = model.vocab_
-    return {"n_corpus_unk": int(v.n_corpus_unk_ or 0),
+    meta = {"n_corpus_unk": int(v.n_corpus_unk_ or 0),
             "tokenizer": v.tokenizer.to_dict() if v.tokenizer is not None else None}
+    name = getattr(model, "smoother_name_", None)
+    if _known_smoother(name):  # so a reader can say what the model is
+        meta["smoothing"] = name
+    return meta
 
 
-def _apply_meta(lines: list, stop: int, vocab, path) -> None:
-    """Read the ``# ngramlm-meta`` line (if any) among the first ``stop`` lines into ``vocab``."""
+def _known_smoother(name) -> bool:
+    from .smoothing import SMOOTHERS
+
+    return isinstance(name, str) and name in SMOOTHERS
+
+
+UNRECORDED = "unknown"  # the smoother_name of an ARPA file that does not record its smoothing (KenLM's, SRILM's)
+
+
+def _apply_meta(lines: list, stop: int, vocab, path) -> Optional[str]:
+    """Read the ``# ngramlm-meta`` line (if any) among the first ``stop`` lines into ``vocab``;
+    return the smoothing it records (None where there is none)."""
     for ln in range(stop):
         if lines[ln].startswith(META_PREFIX):
             try:
@@ -48,7 +62,8 @@ def _apply_meta(lines: list, stop: int, vocab, path) -> None:
             except (ValueError, TypeError, AttributeError, KeyError, InputError) as exc:
                 raise InputError(f"unreadable ngramlm metadata line ({exc})", path=path, line=ln + 1,
                                  fix="delete the line (the model then counts a literal <unk> as an OOV)") from None
-            return
+            return meta.get("smoothing") if _known_smoother(meta.get("smoothing")) else None
+    return None
 
 
 def looks_like_arpa(path: os.PathLike | str) -> bool:
@@ -358,7 +373,10 @@ def read_arpa(path: os.PathLike | str, **kwargs):
     from .model import NgramLM
 
     tables = read_arpa_tables(path, **kwargs)
-    return NgramLM.from_tables(tables, order=tables.order, smoothing="arpa")
+    # The model is what the file says it is: its order, and the smoothing its ngramlm-meta line
+    # records -- or none (an ARPA from KenLM or SRILM), which `fit` then refuses to guess.
+    recorded = tables.smoother_name if _known_smoother(tables.smoother_name) else None
+    return NgramLM.from_tables(tables, order=tables.order, smoothing=recorded)
 
 
 def read_arpa_tables(path: os.PathLike | str, **kwargs):
@@ -566,7 +584,7 @@ def _parse_text(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: str = 
             raise err("the unigram '<pad>' is reserved by this toolkit for padding", int(ln),
                       fix="rename the word in the ARPA file (e.g. to <pad_>)")
         seen[w] = int(ln)
-    _apply_meta(header, data_line, vocab, path)
+    recorded = _apply_meta(header, data_line, vocab, path)
     V = len(vocab.itos_)
     itos = vocab.itos_
     keys_l, lp_l, bo_l = [], [], []
@@ -608,7 +626,7 @@ def _parse_text(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: str = 
         keys_l.append(keys)
         lp_l.append(lp.astype(np.float64))
         bo_l.append(bo.astype(np.float64) if k < order else np.zeros(0))
-    return _tables(vocab, keys_l, lp_l, bo_l, declared, path)
+    return _tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded)
 
 
 def _vocab(uni_words, unk_token: str, bos_token: str, eos_token: str) -> Vocab:
@@ -635,10 +653,11 @@ def _unigram_rows(V: int, ids: np.ndarray, probs: np.ndarray, bos: np.ndarray, h
     return np.arange(V, dtype=np.int64), lp, bo
 
 
-def _tables(vocab, keys_l, lp_l, bo_l, declared, path):
+def _tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded: Optional[str] = None):
     from .tables import NgramTables
 
-    return NgramTables(vocab=vocab, kind="backoff", keys=keys_l, n_ngrams=list(declared), smoother_name="arpa",
+    return NgramTables(vocab=vocab, kind="backoff", keys=keys_l, n_ngrams=list(declared),
+                       smoother_name=recorded or UNRECORDED,
                        smoother_params={"source": str(path)}, info={"arpa": str(path)}, log10_prob=lp_l,
                        log10_backoff=bo_l, missing_backoff=0.0, is_distribution=True)
 
@@ -742,5 +761,5 @@ def _read_arpa_fast(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: st
         del perm, probs, bos
         if index is not None and k < order:
             index[k - 1] = fast.KeyIndex(keys)
-    _apply_meta(head, len(head), vocab, path)  # last, as in the careful parser: errors come in its order
-    return _tables(vocab, keys_l, lp_l, bo_l, declared, path)
+    recorded = _apply_meta(head, len(head), vocab, path)  # last, as in the careful parser: errors in its order
+    return _tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded)

@@ -398,7 +398,8 @@ def ppl_cmd(model_path, text, split, data_dir, as_json, tokenizer, lower, normal
     r = lm.perplexity_report(enc, oov=oov)
     d = r.to_dict()
     d.update({"model": str(model_path), "text": where, "order": lm.order_, "smoothing": lm.smoother_name_,
-              "describe": f"{lm.order_}-gram {lm.smoother_name_}"})
+              "describe": f"{lm.order_}-gram {lm.smoother_name_}" if lm.smoother_name_ != "unknown" else
+              f"{lm.order_}-gram, smoothing not recorded in the file"})
     from corpora.accounting import oov_warning
 
     d["warning"] = oov_warning(lm.vocab_, d)

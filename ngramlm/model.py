@@ -179,6 +179,11 @@ class NgramLM:
         # Every option goes in, None meaning "not given"; make_smoother refuses one the
         # smoother does not take (discount for Witten-Bell, ...).  Checked here, at fit
         # time, not in __init__: loading a saved model rebuilds it from its init params.
+        if self.smoothing is None or self.smoothing == "arpa":  # read from a file that does not say
+            raise InputError(f"this {self.order}-gram model was read from a file that does not record its smoothing "
+                             "(an ARPA file of KenLM or SRILM), so it cannot be re-estimated as it was",
+                             fix=f"train a new one: NgramLM(order={self.order}, smoothing='mkn').fit(...) "
+                                 f"(or `ngramlm train TEXT --order {self.order} --smoothing mkn`)")
         return make_smoother(self.smoothing, k=self.k, discount=self.discount,
                              discount_fallback=self.discount_fallback, alpha=self.alpha, lambdas=self.lambdas)
 

@@ -295,7 +295,7 @@ def write_model(dm: DiskModel, lm, smoother, vocab, path, *, arpa: bool, memory:
     from . import accel
 
     if accel.fast is not None:
-        write_arpa(dm, vocab, path, chunk=chunk)
+        write_arpa(dm, vocab, path, chunk=chunk, smoother_name=smoother.name)
         return
     # Without the compiled formatter: the native file in the temp folder, mapped, through the column writer
     # (which holds the text of an order in memory: the slow path is not the bounded one).
@@ -307,7 +307,7 @@ def write_model(dm: DiskModel, lm, smoother, vocab, path, *, arpa: bool, memory:
     write_arpa_model(load_native(tmp, mmap=True), path)
 
 
-def write_arpa(dm: DiskModel, vocab, path, *, chunk: int) -> None:
+def write_arpa(dm: DiskModel, vocab, path, *, chunk: int, smoother_name: str) -> None:
     """The ARPA file of the model (the bytes :func:`ngramlm.arpa.write_arpa` writes), section by section
     in chunks of rows through the compiled formatter, atomically."""
     import json
@@ -318,7 +318,7 @@ def write_arpa(dm: DiskModel, vocab, path, *, chunk: int) -> None:
     from .arpa import META_PREFIX, _Formatters, _ThreadedWriter, arpa_meta
 
     n, V = dm.order, dm.V
-    head = [META_PREFIX + json.dumps(arpa_meta(SimpleNamespace(vocab_=vocab)), separators=(",", ":"),
+    head = [META_PREFIX + json.dumps(arpa_meta(SimpleNamespace(vocab_=vocab, smoother_name_=smoother_name)), separators=(",", ":"),
                                      ensure_ascii=False), "", "\\data\\"]
     head += [f"ngram {k}={c}" for k, c in enumerate([V - 1] + [dm.size(k) for k in range(2, n + 1)], start=1)]
     words = [w.encode("utf-8") for w in vocab.itos_]

@@ -137,7 +137,7 @@ def test_estimation_in_small_windows_and_chunks_is_the_in_memory_model(encoded, 
         assert calls["chunks"] >= 1 + sum(dc.size(k) // V for k in range(2, order + 1))
         outofcore.write_native(dm, lm, smoother, vocab, tmp_path / "ooc.npz", chunk=999)
         if accel.fast is not None:
-            outofcore.write_arpa(dm, vocab, tmp_path / "ooc.arpa", chunk=999)
+            outofcore.write_arpa(dm, vocab, tmp_path / "ooc.arpa", chunk=999, smoother_name=smoother.name)
         else:  # without the compiled formatter: through a mapped native file and the column writer
             outofcore.write_model(dm, lm, smoother, vocab, tmp_path / "ooc.arpa", arpa=True, memory=70 << 20,
                                   folder=folder)
