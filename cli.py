@@ -93,8 +93,9 @@ def _check_single_dash(cmd: click.Command, args: list) -> None:
         if takes_value and not value and i + 1 < len(args) and not args[i + 1].startswith("-"):
             value = args[i + 1]  # -order 5
         hint = f"--{name} {value}" if takes_value and value else f"--{name}"
-        raise click.UsageError(f"'{arg}' has one dash, so it would read as -{arg[1]} {arg[2:]!r}; "
-                               f"did you mean {hint}? (long options take two dashes)")
+        shorts = {o for p in cmd.params for o in p.opts if len(o) == 2}
+        reading = f", so it would read as -{arg[1]} {arg[2:]!r}" if f"-{arg[1]}" in shorts else ""
+        raise click.UsageError(f"'{arg}' has one dash{reading}; did you mean {hint}? (long options take two dashes)")
 
 
 def _guarded(cmd):
