@@ -237,6 +237,22 @@ def check_writable(path: os.PathLike | str, *, what: str = "output file", create
     return p
 
 
+def shown_path(path: os.PathLike | str) -> str:
+    """A path as a report should print it: relative to the working folder when inside it, ``~/...``
+    under the home folder, else as given -- so committed reports name no machine's folders."""
+    p = str(path)
+    if not os.path.isabs(p):
+        return p
+    for base, prefix in ((os.getcwd(), ""), (os.path.expanduser("~"), "~/")):
+        try:
+            rel = os.path.relpath(p, base)
+        except ValueError:  # another drive (Windows)
+            continue
+        if not rel.startswith(".."):
+            return prefix + rel
+    return p
+
+
 class FolderBusy(ToolkitError):
     """Another process is writing the same output folder."""
 

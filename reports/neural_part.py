@@ -194,6 +194,8 @@ def adopted_row(info: dict, data) -> tuple[dict, dict]:
     budget = ({"minutes": tcfg["time_budget"]} if tcfg.get("time_budget") else
               {"epochs": tcfg["epochs"]} if tcfg.get("epochs") else {})
     model = load_model(weights, expect_vocab=data.vocab)[0]
+    from corpora.textio import shown_path
+
     t0 = time.perf_counter()
     row = {
         "id": name, "family": "neural", "model": name, "label": f"{LABELS[name]} ({path.name})", "order": None,
@@ -201,7 +203,7 @@ def adopted_row(info: dict, data) -> tuple[dict, dict]:
         "train_tokens": (train.get("data") or {}).get("train_tokens") or data["train"].n_tokens,
         "train_seconds": train["seconds"],
         "size": int(model.n_parameters()), "size_unit": "parameters",
-        "note": f"trained outside this run ({path}); scored with {'its best-validation weights' if weights != path else 'these weights'}",
+        "note": f"trained outside this run ({shown_path(path)}); scored with {'its best-validation weights' if weights != path else 'these weights'}",
         "error": None, "valid": None, "test": None, "is_distribution": True,
         "stopped": "adopted", "epochs": history[-1]["epoch"] if history else None,
         "steps": train.get("step"), "history": history,

@@ -195,7 +195,11 @@ def _best_per_smoother(rows: list) -> list:
 
 
 def build_context(results: dict) -> dict:
-    s = results["settings"]
+    from corpora.textio import shown_path
+
+    s = dict(results["settings"])
+    if s.get("checkpoints"):  # as the reader's folders, not this machine's
+        s["checkpoints"] = [shown_path(c) for c in s["checkpoints"]]
     corpus = results["corpus"]
     truth = (corpus.get("truth") or {}).get("test")
     ngram = results.get("ngram", [])

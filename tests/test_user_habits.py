@@ -247,3 +247,19 @@ def test_bench_neural_skips_emulated_bf16_at_once(monkeypatch):
     p = bench.measure_peak(1, n=256, reps=2, say=said.append)
     assert p["fp32"] > 0 and p["bf16"] is None
     assert any("bf16: skipped" in s and "no native bf16" in s for s in said)
+
+
+def test_reports_name_paths_relative_to_the_reader(tmp_path, monkeypatch):
+    # Before: a committed report named this machine's checkout (/work/main/runs/bench/ptb-lstm.pt).
+    import os
+
+    from corpora.textio import shown_path
+
+    monkeypatch.chdir(tmp_path)
+    assert shown_path(tmp_path / "runs" / "lstm.pt") == os.path.join("runs", "lstm.pt")
+    assert shown_path("runs/lstm.pt") == "runs/lstm.pt"
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert shown_path(tmp_path / "home" / "m.pt") == "~/m.pt"
+    assert shown_path("/elsewhere/m.pt") == "/elsewhere/m.pt"  # nothing to shorten it by
