@@ -395,10 +395,12 @@ def ppl_cmd(model_path, text, split, data_dir, as_json, tokenizer, lower, normal
         click.echo(json.dumps(summary, indent=2) if as_json else format_report(summary))
         return
     lm, sents, enc, oov, where = _prepare_text(model_path, text, split, data_dir, tokenizer, lower, normalize)
+    from .arpa import UNRECORDED
+
     r = lm.perplexity_report(enc, oov=oov)
     d = r.to_dict()
     d.update({"model": str(model_path), "text": where, "order": lm.order_, "smoothing": lm.smoother_name_,
-              "describe": f"{lm.order_}-gram {lm.smoother_name_}" if lm.smoother_name_ != "unknown" else
+              "describe": f"{lm.order_}-gram {lm.smoother_name_}" if lm.smoother_name_ != UNRECORDED else
               f"{lm.order_}-gram, smoothing not recorded in the file"})
     from corpora.accounting import oov_warning
 
