@@ -194,7 +194,8 @@ def _with_file(raw: bytes, name: str, fn):
 
 
 def check_arpa(raw: bytes) -> str:
-    from ngramlm.arpa import looks_like_arpa, read_arpa
+    from ngramlm.arpa import looks_like_arpa
+    from ngramlm.loading import read_arpa
 
     def go(path):
         if looks_like_arpa(path) not in (True, False):
@@ -208,7 +209,8 @@ def check_arpa(raw: bytes) -> str:
 
 
 def check_native(raw: bytes) -> str:
-    from ngramlm.io_native import is_native, load_native
+    from ngramlm.io_native import is_native
+    from ngramlm.loading import load_native
 
     def go(path):
         if is_native(path) not in (True, False):

@@ -4,7 +4,7 @@ Writing: every stored n-gram with its log10 probability and, below the highest
 order, its log10 back-off weight; ``<s>`` gets probability -99 as in KenLM.
 Reading: a strict parser that reports the line number of anything wrong (bad
 header, wrong counts, bad numbers, wrong number of words, duplicates, truncation)
-and builds an :class:`~ngramlm.model.NgramLM` that scores exactly as the file says.
+into :class:`~ngramlm.tables.NgramTables` that score exactly as the file says.
 """
 from __future__ import annotations
 
@@ -104,7 +104,8 @@ def _fmt_column(x: np.ndarray) -> np.ndarray:
 
 
 def write_arpa(model, path: os.PathLike | str) -> None:
-    """Write ``model`` (a fitted backoff-form :class:`NgramLM`) as an ARPA file, atomically."""
+    """Write ``model`` (a fitted back-off :class:`~ngramlm.scorer.Scorer`: an NgramLM or any query object
+    over tables) as an ARPA file, atomically.  (:func:`ngramlm.loading.read_arpa` reads one back.)"""
     model._check_fitted()
     if model.kind_ != "backoff":
         raise InputError(f"{model.smoother_name_} is not a back-off model, so ARPA cannot represent it",
@@ -366,17 +367,6 @@ def _parse_section_slow(lines, a, b, k, top, err):
         bos.append(bo)
         lns.append(i + 1)
     return flat, np.array(probs, dtype=np.float64), np.array(bos, dtype=np.float64), np.array(lns)
-
-
-def read_arpa(path: os.PathLike | str, **kwargs):
-    """Parse an ARPA file (plain or gzip) into an :class:`NgramLM` (see :func:`read_arpa_tables`)."""
-    from .model import NgramLM
-
-    tables = read_arpa_tables(path, **kwargs)
-    # The model is what the file says it is: its order, and the smoothing its ngramlm-meta line
-    # records -- or none (an ARPA from KenLM or SRILM), which `fit` then refuses to guess.
-    recorded = tables.smoother_name if _known_smoother(tables.smoother_name) else None
-    return NgramLM.from_tables(tables, order=tables.order, smoothing=recorded)
 
 
 def read_arpa_tables(path: os.PathLike | str, **kwargs):

@@ -101,8 +101,8 @@ def build_counts(inp: BuildInput, *, order: int, vocab: Optional[Vocab] = None, 
         if client is not None:
             from .distributed import count_on_cluster
 
-            return count_on_cluster(client, sources, order=order, vocab=vocab, inp=inp, spec=spec,
-                                    block_tokens=block, memory=mem, folder=folder, progress=say)
+            return BuildResult(*count_on_cluster(client, sources, order=order, vocab=vocab, inp=inp, spec=spec,
+                                    block_tokens=block, memory=mem, folder=folder, progress=say))
         stats: dict = {}
         if vocab is None:
             # One tokenizing pass: provisional ids spilled, the vocabulary fitted on their counts,

@@ -40,7 +40,7 @@ def load_sentences(source: str, *, split: str, data_dir: Optional[str], tokenize
 
 def load_model(path: str):
     """A native model or an ARPA file (plain or gzip), recognised by content; never a pickle."""
-    from ngramlm.query import load_any
+    from ngramlm.loading import load_any
 
     return load_any(path)
 
@@ -511,7 +511,7 @@ def export_arpa_cmd(model_path, output, output_opt):
               help="The native model file (instead of the OUTPUT argument; binary, so not '-').")
 def import_arpa_cmd(arpa_path, output, output_opt):
     """Read an ARPA file (e.g. from KenLM's lmplz) into the fast native format."""
-    from ngramlm.arpa import read_arpa
+    from ngramlm.loading import read_arpa
 
     output = _one_output(output, output_opt)
 

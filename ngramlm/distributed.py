@@ -138,12 +138,11 @@ def _shard_counts(shard, vocab, order: int, spec, keep_empty: bool, line_filter:
 
 def count_on_cluster(client, sources: list, *, order: int, vocab, inp, spec, block_tokens: int, memory: int,
                      folder: TempFolder, progress: Callable[[str], None]):
-    """The counting of :func:`ngramlm.build.build_counts` on ``client``'s workers."""
+    """The counting of :func:`ngramlm.build.build_counts` on ``client``'s workers:
+    ``(counts, vocab, sentences, words)``, which the build wraps as its result."""
     from distributed import as_completed
 
     from corpora.vocab import Vocab
-
-    from .build import BuildResult
 
     # A shard is counted in memory on its worker: about one local block's worth of text.
     shards = shards_of(sources, shard_bytes=max(1 << 16, block_tokens * 5))
@@ -184,7 +183,7 @@ def count_on_cluster(client, sources: list, *, order: int, vocab, inp, spec, blo
     if not merger.runs:
         raise InputError("the training text has no tokens", path=", ".join(map(str, sources)),
                          fix="pass a non-empty text")
-    return BuildResult(merger.merge(progress), vocab, n_sent, n_words)
+    return merger.merge(progress), vocab, n_sent, n_words
 
 
 def _counts_from_tables(tables: list, order: int, V: int) -> NgramCounts:

@@ -37,6 +37,10 @@ MMAP_THRESHOLD_BYTES = 64 * 1024 * 1024
 # lengths of the name and extra field that follow it -- which need not match the central
 # directory's (np.savez writes a zip64 extra field only in the local header).
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
+# The estimator's parameters a native file records (NgramLM's keyword arguments), so that loading
+# gives back a model that refits as it was fitted.
+INIT_PARAMS = ("order", "smoothing", "k", "discount", "discount_fallback", "alpha", "lambdas", "prune",
+               "prune_entropy")
 
 
 def save_native(model, path: os.PathLike | str) -> None:
@@ -76,12 +80,13 @@ def native_meta(model, *, order: int, kind: str, smoother_name: str, smoother_pa
         "is_distribution": is_distribution,
         "missing_backoff": missing_backoff,
         "info": info,
-        "init_params": {"order": model.order, "smoothing": model.smoothing, "k": model.k, "discount": model.discount,
-                        "discount_fallback": model.discount_fallback, "alpha": model.alpha, "lambdas": model.lambdas,
-                        "prune": None if model.prune is None else list(model.prune),
-                        "prune_entropy": model.prune_entropy},
+        "init_params": {name: _jsonable(getattr(model, name)) for name in INIT_PARAMS},
         "vocab": vocab.to_dict(),
     }
+
+
+def _jsonable(value):
+    return list(value) if isinstance(value, tuple) else value
 
 
 def _meta_array(meta: dict) -> np.ndarray:
@@ -143,8 +148,9 @@ class _NotMappable(Exception):
     dtype other than what save_native writes): an error under mmap=True, a plain read under None."""
 
 
-def load_native(path: os.PathLike | str, *, mmap: Optional[bool] = None):
-    """Read a model written by :func:`save_native`; any other file gives an :class:`InputError`.
+def load_native_tables(path: os.PathLike | str, *, mmap: Optional[bool] = None) -> tuple:
+    """Read a model written by :func:`save_native`: ``(NgramTables, init_params)``; any other file gives
+    an :class:`InputError`.  (:func:`ngramlm.loading.load_native` makes the :class:`NgramLM`.)
 
     Never unpickles (``allow_pickle=False``).  With ``mmap=False`` everything is read
     and validated before the model is built -- metadata types, array names, dtypes,
@@ -163,8 +169,6 @@ def load_native(path: os.PathLike | str, *, mmap: Optional[bool] = None):
     mapped) and reads smaller ones.  Replacing the file with :func:`save_native` (an
     atomic rename) is safe while it is mapped; truncating it in place is not.
     """
-    from .model import NgramLM
-
     p = Path(path)
     if not p.exists():
         raise InputError("no such model file", path=p, fix="check the path, or train one with `ngramlm train`")
@@ -192,22 +196,22 @@ def load_native(path: os.PathLike | str, *, mmap: Optional[bool] = None):
             raise InputError(f"cannot read the model file ({exc.strerror or exc})", path=p,
                              fix="check the file's permissions") from None
         if not big:
-            return _load(NgramLM, p, mapped=False)
+            return _load(p, mapped=False)
         try:
-            return _load(NgramLM, p, mapped=True)
+            return _load(p, mapped=True)
         except _NotMappable:
             # Not a corrupt file, just not one that maps (say, re-zipped compressed): read it as before.
-            return _load(NgramLM, p, mapped=False)
+            return _load(p, mapped=False)
     try:
-        return _load(NgramLM, p, mapped=bool(mmap))
+        return _load(p, mapped=bool(mmap))
     except _NotMappable as exc:
         raise InputError(f"cannot memory-map the model: {exc}", path=p,
                          fix="load it with mmap=False (reads it into memory), or re-save it with NgramLM.save, "
                              "which writes uncompressed int64/float64 arrays") from None
 
 
-def _load(NgramLM, p: Path, *, mapped: bool):
-    """The model in ``p``, its arrays read (``mapped=False``) or memory-mapped; _NotMappable escapes."""
+def _load(p: Path, *, mapped: bool):
+    """``(tables, init_params)`` of ``p``, its arrays read (``mapped=False``) or memory-mapped; _NotMappable escapes."""
     try:
         if mapped:
             # One open file serves the zip directory, the .npy headers and every np.memmap (which
@@ -229,7 +233,7 @@ def _load(NgramLM, p: Path, *, mapped: bool):
         raise InputError(f"corrupt or truncated model file ({type(exc).__name__}: {exc})", path=p,
                          fix="retrain or re-copy the model") from None
     try:
-        return _build(NgramLM, meta, arrays, order, kind, p, mapped=mapped)
+        return _build(meta, arrays, order, kind, p, mapped=mapped)
     except (InputError, _NotMappable):
         raise
     except (ValueError, KeyError, TypeError, IndexError, OverflowError) as exc:
@@ -388,8 +392,8 @@ def _get(meta: dict, key: str, types: tuple, what: str, default=...):
     return v
 
 
-def _build(NgramLM, meta: dict, arrays: dict, order: int, kind: str, p: Path, *, mapped: bool = False):
-    """The model from validated metadata and arrays.  ``mapped``: the arrays are memmaps whose
+def _build(meta: dict, arrays: dict, order: int, kind: str, p: Path, *, mapped: bool = False):
+    """``(tables, init_params)`` from validated metadata and arrays.  ``mapped``: the arrays are memmaps whose
     contents are trusted, so only O(1) bound checks touch them (see load_native)."""
     from .tables import NgramTables
 
@@ -440,5 +444,4 @@ def _build(NgramLM, meta: dict, arrays: dict, order: int, kind: str, p: Path, *,
                                for k in range(1, order + 1)]
         if not mapped and any((c < 0).any() for c in tables["counts"] + tables["ctx_total"]):
             raise ValueError("negative counts")
-    return NgramLM.from_tables(NgramTables(**tables), **{k: ip.get(k) for k in (
-        "order", "smoothing", "k", "discount", "discount_fallback", "alpha", "lambdas", "prune", "prune_entropy")})
+    return NgramTables(**tables), {k: ip.get(k) for k in INIT_PARAMS}

@@ -300,11 +300,12 @@ def write_model(dm: DiskModel, lm, smoother, vocab, path, *, arpa: bool, memory:
     # Without the compiled formatter: the native file in the temp folder, mapped, through the column writer
     # (which holds the text of an order in memory: the slow path is not the bounded one).
     from .arpa import write_arpa as write_arpa_model
-    from .io_native import load_native
+    from .io_native import load_native_tables
+    from .scorer import Scorer
 
     tmp = folder.path / "model.npz"
     write_native(dm, lm, smoother, vocab, tmp, chunk=chunk)
-    write_arpa_model(load_native(tmp, mmap=True), path)
+    write_arpa_model(Scorer(load_native_tables(tmp, mmap=True)[0]), path)
 
 
 def write_arpa(dm: DiskModel, vocab, path, *, chunk: int, smoother_name: str) -> None:

@@ -32,6 +32,8 @@ import numpy as np
 from corpora.errors import InputError
 from corpora.vocab import BOS_ID, EOS_ID
 
+from .scorer import Scorer
+
 LN10 = math.log(10.0)
 
 
@@ -112,12 +114,10 @@ def entropy_scores(model) -> list:
 def apply_keep(model, keep: list):
     """The tables of ``model`` without the n-grams not in ``keep`` (bool masks per order), back-offs
     renormalised.  ``model`` itself is left as it was."""
-    from .model import NgramLM
-
     t = model.tables_
-    # A scratch model over fresh lists: the back-offs below are recomputed with the pruned
+    # A scratch scorer over fresh lists: the back-offs below are recomputed with the pruned
     # lower orders already in place, so the scorer must see the tables as they are being built.
-    model = NgramLM.from_tables(t.replace(keys=list(t.keys), log10_prob=list(t.log10_prob),
+    model = Scorer(t.replace(keys=list(t.keys), log10_prob=list(t.log10_prob),
                                           log10_backoff=list(t.log10_backoff), n_ngrams=list(t.n_ngrams)))
     V = len(model.vocab_)
     n = model.order_

@@ -39,6 +39,8 @@ from corpora.errors import InputError
 from corpora.vocab import BOS_ID, EOS_ID, UNK_ID
 
 from . import accel
+from .loading import load_any  # noqa: F401 (also ngramlm.query.load_any, as before)
+from .scorer import Scorer
 
 
 class PyState:
@@ -81,38 +83,21 @@ class FullScoreReturn:
         return f"FullScoreReturn(log_prob={self.log_prob}, ngram_length={self.ngram_length}, oov={self.oov})"
 
 
-def load_any(path: os.PathLike | str, *, mmap: Optional[bool] = None):
-    """An :class:`~ngramlm.model.NgramLM` from an ARPA file (plain or gzip) or a native file, by content.
-
-    ``mmap`` applies to native files (see :func:`~ngramlm.io_native.load_native`): None maps
-    large ones, True / False always / never; an ARPA file is always parsed into memory.
-    """
-    from .arpa import looks_like_arpa, read_arpa
-    from .io_native import load_native
-
-    p = os.fspath(path)
-    if not os.path.exists(p):
-        raise InputError("no such model file", path=p, fix="check the path")
-    if os.path.isdir(p):
-        raise InputError("is a directory, not a model file", path=p, fix="pass the .arpa or .npz file")
-    return read_arpa(p) if looks_like_arpa(p) else load_native(p, mmap=mmap)
-
-
 class Model:
     """The kenlm.Model API over a back-off model: an ARPA or native file, :class:`NgramTables`
-    (``tables=``), or a fitted :class:`NgramLM` (``lm=``)."""
+    (``tables=``), or a fitted :class:`NgramLM` (``lm=``).  ``self.lm`` is a
+    :class:`~ngramlm.scorer.Scorer` of its own over the model's tables: the hash index it builds is
+    never put on the caller's object."""
 
     def __init__(self, path: Optional[os.PathLike | str] = None, config=None, *, lm=None, tables=None,
                  index: bool = True) -> None:
-        from .model import NgramLM
-
         if sum(x is not None for x in (path, lm, tables)) != 1:
             raise InputError("give one of a model path, tables= or lm=", fix="Model('lm.arpa')")
         self.path = None if path is None else os.fspath(path)
-        if tables is not None:
-            lm = NgramLM.from_tables(tables, order=tables.order, smoothing=tables.smoother_name)
-        self.lm = lm if lm is not None else load_any(path)
-        self.lm._check_fitted()
+        if lm is not None:
+            lm._check_fitted()
+            tables = lm.tables_
+        self.lm = Scorer(tables) if tables is not None else load_any(path)
         if self.lm.kind_ != "backoff":
             raise InputError(f"a {self.lm.smoother_name_} model is not a back-off model, which the kenlm API scores",
                              path=self.path, fix="use a model smoothed with mkn, kn, absolute, wb, jm or katz")

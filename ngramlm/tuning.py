@@ -16,13 +16,14 @@ import numpy as np
 from corpora.vocab import EncodedText, Vocab
 
 from .counts import NgramCounts, padded_stream
+from .estimate import estimate_tables
+from .scorer import Scorer
+from .smoothing import make_smoother
 
 
 def _ml_table(counts: NgramCounts, vocab: Vocab, heldout: EncodedText) -> tuple[np.ndarray, np.ndarray]:
     """(ml[k-1, t], seen[k-1, t]) for every held-out predicted token t and order k."""
-    from .model import NgramLM
-
-    mle = NgramLM(order=counts.order, smoothing="mle").fit_counts(counts, vocab=vocab)
+    mle = Scorer(estimate_tables(counts, vocab=vocab, smoother=make_smoother("mle")))
     tokens, pos = padded_stream(heldout)
     gids = mle._gram_ids(tokens, pos)
     n = counts.order

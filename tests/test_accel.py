@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from ngramlm import NgramLM, accel
-from ngramlm.arpa import _read_arpa_careful, _read_arpa_fast, read_arpa, read_arpa_tables, write_arpa
+from ngramlm.arpa import _read_arpa_careful, _read_arpa_fast, read_arpa_tables, write_arpa
+from ngramlm.loading import read_arpa
 from ngramlm.query import Model, PyState, State
 
 needs_ext = pytest.mark.skipif(accel.fast is None, reason=f"compiled extension: {accel.describe()}")

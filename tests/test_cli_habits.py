@@ -26,7 +26,7 @@ def test_train_without_text_reads_piped_stdin_never_the_toy_corpus(run_cli, tmp_
     code, _, err = run_cli("train", "--order", "2", "--discount-fallback", "-o", model, input=TEXT * 3)
     assert code == 0, err
     assert "on stdin" in err or "<stdin>" in err
-    from ngramlm.arpa import read_arpa
+    from ngramlm.loading import read_arpa
 
     lm = read_arpa(model)
     assert lm.vocab_.n_words < 20  # the piped text's words, not the toy corpus's thousands
@@ -42,7 +42,7 @@ def test_dash_output_is_stdout_for_arpa_vocab_and_export(run_cli, tmp_path):
     assert not (tmp_path / "-").exists()
     arpa = tmp_path / "from-stdout.arpa"
     arpa.write_text(out)
-    from ngramlm.arpa import read_arpa
+    from ngramlm.loading import read_arpa
 
     assert read_arpa(arpa).order_ == 2
     native = tmp_path / "m.npz"
@@ -127,7 +127,7 @@ def test_blank_lines_count_as_kenlm_counts_them_in_files_and_stdin(run_cli, tmp_
     total = sum(ref.score(line, bos=True, eos=True) for line in text.splitlines())
     assert by_file["log10_prob"] == pytest.approx(total, abs=1e-5)
     # Training counted the blank lines too: p(</s> | <s>) is a seen bigram, as in lmplz's model.
-    from ngramlm.arpa import read_arpa
+    from ngramlm.loading import read_arpa
 
     lm = read_arpa(arpa)
     assert lm.log10_prob("</s>", ["<s>"]) == pytest.approx(ref.score("", bos=True, eos=True), abs=1e-5)

@@ -22,7 +22,8 @@ import pytest
 from corpora import UNK_ID, Vocab
 from corpora.errors import InputError
 from ngramlm import NgramCounts, NgramLM
-from ngramlm.arpa import read_arpa, write_arpa
+from ngramlm.arpa import write_arpa
+from ngramlm.loading import read_arpa
 from ngramlm.pruning import apply_keep, entropy_scores, ngram_words, prune_entropy
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

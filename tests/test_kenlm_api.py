@@ -103,7 +103,7 @@ def test_states_are_hashable_comparable_and_equal_when_they_score_alike(toy_arpa
 
 
 def test_model_from_native_and_arpa_agree(toy_arpa, tmp_path):
-    from ngramlm.arpa import read_arpa
+    from ngramlm.loading import read_arpa
 
     path, lines = toy_arpa
     native = tmp_path / "m.npz"

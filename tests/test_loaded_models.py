@@ -8,7 +8,8 @@ import pytest
 
 from corpora.errors import InputError
 from ngramlm import NgramLM
-from ngramlm.arpa import read_arpa, write_arpa
+from ngramlm.arpa import write_arpa
+from ngramlm.loading import read_arpa
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,8 @@ from corpora.errors import InputError
 from corpora.toy import ToyConfig
 from ngramlm import NgramLM
 from ngramlm import io_native
-from ngramlm.io_native import load_native
-from ngramlm.query import load_any
+from ngramlm.loading import load_native
+from ngramlm.loading import load_any
 
 SMOOTHERS = ["mkn", "addk"]
 

@@ -131,7 +131,7 @@ def test_bad_arpa_files(run_cli, tmp_path, small, mutate, needle, line):
 
 
 def test_arpa_hand_scoring():
-    from ngramlm.arpa import read_arpa
+    from ngramlm.loading import read_arpa
     import tempfile, pathlib
 
     d = pathlib.Path(tempfile.mkdtemp())

@@ -7,7 +7,7 @@ import pytest
 from corpora import Vocab
 from corpora.toy import generate_corpus
 from ngramlm import NgramLM
-from ngramlm.arpa import read_arpa
+from ngramlm.loading import read_arpa
 from ngramlm.pruning import ngram_words
 
 FIXTURE = Path(__file__).parent / "data" / "toy3.kenlm.arpa.gz"

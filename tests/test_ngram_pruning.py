@@ -84,7 +84,8 @@ def test_entropy_pruning_trades_size_for_perplexity(tm):
 
 
 def test_pruned_model_round_trips_through_arpa(tm, tmp_path):
-    from ngramlm.arpa import read_arpa, write_arpa
+    from ngramlm.arpa import write_arpa
+    from ngramlm.loading import read_arpa
 
     lm = NgramLM(order=3, smoothing="mkn", discount_fallback=(0.5, 1, 1.5), prune=[0, 1, 1]).fit(
         tm["train"], vocab=tm.vocab)
@@ -112,7 +113,8 @@ def test_entropy_pruning_agrees_with_kaldingram(tm, tmp_path):
     import sys
 
     pytest.importorskip("kaldingram")
-    from ngramlm.arpa import read_arpa, write_arpa
+    from ngramlm.arpa import write_arpa
+    from ngramlm.loading import read_arpa
     from ngramlm.pruning import prune_entropy
 
     lm = NgramLM(order=3, smoothing="mkn", discount_fallback=(0.5, 1, 1.5)).fit(tm["train"], vocab=tm.vocab)

@@ -23,7 +23,7 @@ from ngramlm import NgramCounts, NgramLM, accel, outofcore
 from ngramlm.arpa import write_arpa
 from ngramlm.build import BuildInput, build_counts
 from ngramlm.diskarrays import ColumnWriter, count_occurrences, gather
-from ngramlm.io_native import load_native
+from ngramlm.loading import load_native
 from ngramlm.streaming import DiskCounts, RunMerger, TempFolder
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -33,8 +33,10 @@ from corpora.testing import json_paths, pickle_tripwire  # noqa: E402
 from corpora.tokenize import (KINDS, NORMALIZATIONS, TokenizerSpec, char_tokenize, detokenize,  # noqa: E402
                               make_tokenizer)
 from ngramlm import NgramLM  # noqa: E402
-from ngramlm.arpa import looks_like_arpa, read_arpa, write_arpa  # noqa: E402
-from ngramlm.io_native import is_native, load_native  # noqa: E402
+from ngramlm.arpa import looks_like_arpa, write_arpa  # noqa: E402
+from ngramlm.loading import read_arpa  # noqa: E402
+from ngramlm.io_native import is_native  # noqa: E402
+from ngramlm.loading import load_native  # noqa: E402
 
 # Derandomized by default: the test command (and CI) draws the same examples every run, so a
 # red run is reproducible and never luck.  NGRAMLM_HYPOTHESIS_EXPLORE=1 draws fresh examples,

@@ -21,7 +21,7 @@ from corpora.errors import InputError
 from corpora.textio import OutputError
 from ngramlm import NgramCounts, NgramLM
 from ngramlm.build import BuildInput, build_counts
-from ngramlm.io_native import load_native
+from ngramlm.loading import load_native
 from ngramlm.streaming import TEMP_PREFIX, block_tokens_for, parse_memory
 
 ROOT = Path(__file__).resolve().parents[1]

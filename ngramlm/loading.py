@@ -1,0 +1,46 @@
+"""Model files into models: the readers return tables, this module makes the :class:`NgramLM`.
+
+The ARPA reader (:mod:`ngramlm.arpa`) and the native loader (:mod:`ngramlm.io_native`) know only
+:class:`~ngramlm.tables.NgramTables`; here a loaded model gets its identity -- its order, and the
+smoothing the file records (never a made-up one: an ARPA of KenLM or SRILM reads as smoothing
+``"unknown"``, which ``fit`` refuses to re-estimate).
+"""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from corpora.errors import InputError
+
+from .arpa import looks_like_arpa, read_arpa_tables
+from .io_native import load_native_tables
+from .model import NgramLM
+from .smoothing import SMOOTHERS
+
+
+def read_arpa(path: os.PathLike | str, **kwargs) -> NgramLM:
+    """Parse an ARPA file (plain or gzip) into an :class:`NgramLM` (see :func:`ngramlm.arpa.read_arpa_tables`)."""
+    tables = read_arpa_tables(path, **kwargs)
+    # smoothing=None: the file does not say (its tables' smoother_name is arpa.UNRECORDED).
+    recorded = tables.smoother_name if tables.smoother_name in SMOOTHERS else None
+    return NgramLM.from_tables(tables, order=tables.order, smoothing=recorded)
+
+
+def load_native(path: os.PathLike | str, *, mmap: Optional[bool] = None) -> NgramLM:
+    """A model written by ``NgramLM.save`` (see :func:`ngramlm.io_native.load_native_tables` for ``mmap``)."""
+    tables, init_params = load_native_tables(path, mmap=mmap)
+    return NgramLM.from_tables(tables, **init_params)
+
+
+def load_any(path: os.PathLike | str, *, mmap: Optional[bool] = None) -> NgramLM:
+    """An :class:`NgramLM` from an ARPA file (plain or gzip) or a native file, told apart by content.
+
+    ``mmap`` applies to native files: None maps large ones, True / False always / never; an ARPA
+    file is always parsed into memory.
+    """
+    p = os.fspath(path)
+    if not os.path.exists(p):
+        raise InputError("no such model file", path=p, fix="check the path")
+    if os.path.isdir(p):
+        raise InputError("is a directory, not a model file", path=p, fix="pass the .arpa or .npz file")
+    return read_arpa(p) if looks_like_arpa(p) else load_native(p, mmap=mmap)
