@@ -272,8 +272,8 @@ def vocab_build(source: str, output: str, min_count: Optional[str], max_size: Op
                 tokenizer: Optional[str], lower: Optional[bool], normalize: Optional[str], data_dir: Optional[str]) -> None:
     """Fit a vocabulary on the training split of CORPUS_OR_FILE and write it as JSON.
 
-    A text file's last lines are held out as valid/test (5% each), as everywhere in
-    the toolkit, so the vocabulary is fitted on its leading 90%.
+    A text file is fitted on all its lines, as `ngramlm train` counts them (a blank line is an
+    empty sentence); a named corpus on its train split.
     """
     from .vocab import Vocab
 
@@ -284,8 +284,7 @@ def vocab_build(source: str, output: str, min_count: Optional[str], max_size: Op
         check_writable(out, what="vocabulary file")  # before the corpus is read
     tok = tokenizer_spec(tokenizer, lower, normalize, _base_tokenizer(source))
     corpus = _load(source, data_dir=data_dir, tokenizer=tok, splits=("train",))
-    vocab = Vocab(min_count=mc, max_size=ms, unk_token=corpus.unk_token or "<unk>",
-                  tokenizer=corpus.tokenizer).fit(corpus.sentences("train"))
+    vocab = corpus.new_vocab(min_count=mc, max_size=ms).fit(corpus.sentences("train"))
     vocab.save(out)  # atomic; '-' writes the JSON to stdout; a failure is a one-line OutputError
     to_stderr = output == "-"  # keep stdout pure JSON then
     click.echo(repr(vocab), err=to_stderr)
@@ -324,7 +323,9 @@ def vocab_stats(source: str, vocab_path: Optional[str], min_count: Optional[str]
                 f"the vocabulary was built with tokenizer {vocab.tokenizer.describe()}, not {tok.describe()}",
                 path=vocab_path, fix="drop the tokenizer options or rebuild the vocabulary",
             )
-    corpus = _load(source, data_dir=data_dir, tokenizer=tok)
+    # A file: all its lines, as `vocab build` fits them (a named corpus: every split, for the OOV table).
+    corpus = _load(source, data_dir=data_dir, tokenizer=tok,
+                   splits=("train", "valid", "test") if _is_registered(source) else ("train",))
     train = corpus.sentences("train")
     counts: Counter = Counter()
     for sent in train:

@@ -19,10 +19,21 @@ from .datadir import describe_source, resolve_data_dir
 from .errors import InputError
 from .registry import SPLITS, CorpusSpec, get_spec
 from .textio import iter_lines
-from .tokenize import TokenizerSpec, make_tokenizer
+from .tokenize import TokenizerSpec, fit_tokenizer, make_tokenizer
 from .vocab import EncodedText, Vocab
 
 Sentence = list  # list[str]
+
+# How a text's splits are made -- one rule for every command:
+#   corpus   a registered corpus: its own split files (or its documented hold-out of one file);
+#   all      a plain file (or stdin) where a command needs one text: every line, nothing held out
+#            (`train`, `ppl`, `score`, `vocab build`, `infini build`);
+#   files    a plain file for train plus the --valid / --test files given;
+#   holdout  a plain file where a command needs valid/test text and none was given (`neural train`,
+#            `compare`, `stats`): its last lines are held out, contiguously and deterministically
+#            (HOLDOUT shares), and the command says so.
+SPLIT_POLICIES = ("corpus", "all", "files", "holdout")
+HOLDOUT = (0.05, 0.05)  # (valid, test) shares of a plain file's lines under the holdout policy
 
 _NON_LETTERS = re.compile(r"[^A-Za-z]+")
 
@@ -42,6 +53,15 @@ class Corpus:
     unk_token: Optional[str] = None
     paths: dict = field(default_factory=dict)  # split -> source path (or "generated")
     truth: dict = field(default_factory=dict)  # split -> true entropy info (generated corpora only)
+    # How the splits were made (see SPLIT_POLICIES); split_note says it in a sentence for a command's output.
+    split_policy: str = "corpus"
+    split_note: str = ""
+
+    def new_vocab(self, *, min_count: int = 1, max_size: Optional[int] = None) -> Vocab:
+        """The (unfitted) vocabulary every command builds for this text: its tokenizer, and the
+        corpus's own unknown-word token (PTB's ``<unk>``) or ``<unk>``."""
+        return Vocab(min_count=min_count, max_size=max_size, unk_token=self.unk_token or "<unk>",
+                     tokenizer=self.tokenizer)
 
     def sentences(self, split: str) -> list:
         if split not in self.splits:
@@ -74,21 +94,37 @@ def read_sentences(
     """
     if sentence_mode not in ("lines", "text"):
         raise InputError(f"unknown sentence mode {sentence_mode!r}", fix="use 'lines' or 'text'")
-    tok = make_tokenizer(tokenizer)
+    lines = read_lines(path, line_filter=line_filter, keep_empty_lines=keep_empty_lines)
+    if line_range is not None:
+        lines = lines[line_range[0]:line_range[1]]
+    return tokenize_lines(lines, tokenizer, sentence_mode=sentence_mode)
+
+
+def read_lines(path: os.PathLike | str, *, line_filter: Optional[str] = None, keep_empty_lines: bool = True) -> list:
+    """The lines of a text file (plain or ``.gz``) as the readers see them: filtered, blank ones kept
+    (a blank line is one empty sentence, as KenLM counts it) unless ``keep_empty_lines`` is False."""
     clean = LINE_FILTERS[line_filter] if line_filter else None
-    lines = []
+    out = []
     for _, line in iter_lines(path):
         if clean is not None:
             line = clean(line)
-        if not keep_empty_lines and not line.strip():
-            continue
-        lines.append(line)
-    if line_range is not None:
-        lines = lines[line_range[0]:line_range[1]]
+        if keep_empty_lines or line.strip():
+            out.append(line)
+    return out
+
+
+def tokenize_lines(lines: Sequence[str], tokenizer: TokenizerSpec, *, sentence_mode: str = "lines") -> list:
+    tok = make_tokenizer(tokenizer)
     if sentence_mode == "text":
         joined = tok("\n".join(lines)) if tokenizer.kind != "char" else tok(" ".join(lines))
         return [joined] if joined else []
     return [tok(line) for line in lines]
+
+
+def fitted_tokenizer(spec: TokenizerSpec, train_lines: Sequence[str]) -> TokenizerSpec:
+    """``spec`` ready to tokenize: a learning tokenizer (subwords) is fitted on the training lines here,
+    once, and its spec then carries what it learned (saved with the vocabulary and every model)."""
+    return spec if spec.fitted else fit_tokenizer(spec, train_lines)
 
 
 def holdout_ranges(n_lines: int, holdout: Sequence[float]) -> dict:
@@ -120,12 +156,18 @@ def load_corpus(
     tokenizer: Optional[TokenizerSpec] = None,
     splits: Iterable[str] = SPLITS,
     toy_config: Optional[object] = None,
+    valid: Optional[os.PathLike | str] = None,
+    test: Optional[os.PathLike | str] = None,
 ) -> Corpus:
-    """Load a registered corpus (``ptb``, ``toy``, ...) or a text file by path."""
+    """Load a registered corpus (``ptb``, ``toy``, ...) or a text file by path (see :func:`load_text_corpus`
+    for a file's split policy; ``valid`` / ``test`` are files for a plain file's other splits)."""
     splits = tuple(splits)
     if name not in _registry_names() and (os.sep in name or Path(name).suffix or Path(name).exists()):
-        return load_text_corpus(name, tokenizer=tokenizer or TokenizerSpec())
+        return load_text_corpus(name, tokenizer=tokenizer or TokenizerSpec(), splits=splits, valid=valid, test=test)
     spec = get_spec(name)
+    if valid is not None or test is not None:
+        raise InputError(f"corpus {spec.name!r} has its own valid and test splits",
+                         fix="drop --valid/--test, or give the training text as a file")
     if spec.parallel is not None:
         # Its lines are sentence *pairs* (plus an attribution column): read as monolingual text
         # they would silently mix both languages.
@@ -142,33 +184,43 @@ def load_corpus(
         gen = toy.generate_corpus(toy_config)
         sents = {s: gen.splits[s] for s in splits}
         return Corpus(name=spec.name, tokenizer=tok_spec, splits=sents, unk_token=spec.unk_token,
-                      paths={s: "generated" for s in splits}, truth={s: gen.truth[s] for s in splits if s in gen.truth})
+                      paths={s: "generated" for s in splits}, truth={s: gen.truth[s] for s in splits if s in gen.truth},
+                      split_note=f"{spec.name}: generated train/valid/test")
     root = resolve_data_dir(data_dir) / spec.name
-    out: dict = {}
-    paths: dict = {}
-    if spec.single_file:
-        path = root / spec.files["train"]
+    keep_empty = spec.keep_empty_lines
+
+    def lines_of(path: Path) -> list:
         if not path.exists():
             raise _missing_corpus_error(spec, path, data_dir)
-        all_sents = read_sentences(path, tokenizer=tok_spec, sentence_mode="lines",
-                                   keep_empty_lines=spec.keep_empty_lines, line_filter=spec.line_filter)
-        ranges = holdout_ranges(len(all_sents), spec.holdout)
-        for s in splits:
+        return read_lines(path, line_filter=spec.line_filter, keep_empty_lines=keep_empty)
+
+    raw: dict = {}
+    paths: dict = {}
+    # In the order asked (the first missing file is the one an error names); a learning tokenizer
+    # also needs the train lines to fit on.
+    needed = list(dict.fromkeys((() if tok_spec.fitted else ("train",)) + splits))
+    if spec.single_file:
+        path = root / spec.files["train"]
+        all_lines = lines_of(path)
+        ranges = holdout_ranges(len(all_lines), spec.holdout)
+        for s in needed:
             a, b = ranges[s]
-            part = all_sents[a:b]
-            if spec.sentence_mode == "text":
-                part = [[t for sent in part for t in sent]]
-            out[s] = part
+            raw[s] = all_lines[a:b]
             paths[s] = f"{path} lines {a + 1}-{b} of the kept lines"
+        note = f"{spec.name}: one file, its last lines held out as valid/test (the corpus's documented split)"
     else:
-        for s in splits:
-            path = root / spec.files[s]
-            if not path.exists():
-                raise _missing_corpus_error(spec, path, data_dir)
-            out[s] = read_sentences(path, tokenizer=tok_spec, sentence_mode=spec.sentence_mode,
-                                    keep_empty_lines=spec.keep_empty_lines, line_filter=spec.line_filter)
-            paths[s] = str(path)
-    return Corpus(name=spec.name, tokenizer=tok_spec, splits=out, unk_token=spec.unk_token, paths=paths)
+        for s in needed:
+            raw[s] = lines_of(root / spec.files[s])
+            paths[s] = str(root / spec.files[s])
+        note = f"{spec.name}: its own train/valid/test files"
+    tok_spec = fitted_tokenizer(tok_spec, raw.get("train", ()))
+    mode = spec.sentence_mode
+    if spec.single_file and mode == "text":  # one running text per split, cut from the kept lines
+        out = {s: [[t for sent in tokenize_lines(raw[s], tok_spec) for t in sent]] for s in splits}
+    else:
+        out = {s: tokenize_lines(raw[s], tok_spec, sentence_mode=mode) for s in splits}
+    return Corpus(name=spec.name, tokenizer=tok_spec, splits=out, unk_token=spec.unk_token,
+                  paths={s: paths[s] for s in splits}, split_policy="corpus", split_note=note)
 
 
 def load_text_corpus(
@@ -179,25 +231,49 @@ def load_text_corpus(
     tokenizer: TokenizerSpec = TokenizerSpec(),
     sentence_mode: str = "lines",
     unk_token: Optional[str] = None,
-    holdout: Sequence[float] = (0.05, 0.05),
+    holdout: Sequence[float] = HOLDOUT,
+    splits: Iterable[str] = SPLITS,
 ) -> Corpus:
-    """A user's own text: separate split files, or one file whose tail is held out."""
+    """A user's own text, one line a sentence (a blank line is an empty sentence, as KenLM counts it).
+
+    The split policy (``SPLIT_POLICIES``): asked for one split (``splits=("train",)``, or the split a
+    command scores), the split is every line of ``train`` ("all"); asked for valid/test, they come from
+    the ``valid`` / ``test`` files when given ("files", ``train`` then trains on all its lines), else
+    the file's last lines are held out ("holdout": ``holdout`` shares, contiguous).  ``split_note``
+    says which, for the command's output.
+    """
     name = Path(train).name
-    if valid is None and test is None:
-        sents = read_sentences(train, tokenizer=tokenizer, sentence_mode="lines")
-        ranges = holdout_ranges(len(sents), holdout)
-        out = {s: sents[a:b] for s, (a, b) in ranges.items()}
-        if sentence_mode == "text":
-            out = {s: [[t for sent in v for t in sent]] for s, v in out.items()}
-        paths = {s: f"{train} lines {a + 1}-{b}" for s, (a, b) in ranges.items()}
-    else:
-        out = {}
-        paths = {}
-        for s, p in (("train", train), ("valid", valid), ("test", test)):
-            if p is not None:
-                out[s] = read_sentences(p, tokenizer=tokenizer, sentence_mode=sentence_mode)
+    splits = tuple(splits)
+    lines = read_lines(train)
+    if len(splits) <= 1 or (valid is None and test is None and not (set(splits) - {"train"})):
+        split = splits[0] if splits else "train"
+        raw = {split: lines}
+        paths = {split: str(train)}
+        policy, note = "all", f"{train}: all {len(lines):,} lines"
+    elif valid is not None or test is not None:
+        raw = {"train": lines}
+        paths = {"train": str(train)}
+        for s, p in (("valid", valid), ("test", test)):
+            if p is not None and s in splits:
+                raw[s] = read_lines(p)
                 paths[s] = str(p)
-    return Corpus(name=name, tokenizer=tokenizer, splits=out, unk_token=unk_token, paths=paths)
+        given = " and ".join(f"--{s} {paths[s]}" for s in ("valid", "test") if s in paths)
+        policy, note = "files", f"{train}: all {len(lines):,} lines for training; {given}"
+    else:
+        ranges = holdout_ranges(len(lines), holdout)
+        raw = {s: lines[a:b] for s, (a, b) in ranges.items() if s in splits}
+        paths = {s: f"{train} lines {a + 1}-{b}" for s, (a, b) in ranges.items() if s in splits}
+        (ta, tb), (va, vb), (sa, sb) = ranges["train"], ranges["valid"], ranges["test"]
+        policy = "holdout"
+        note = (f"{train}: no --valid/--test files given, so its last lines are held out: training on lines "
+                f"{ta + 1}-{tb}, valid {va + 1}-{vb}, test {sa + 1}-{sb} ({holdout[0]:.0%} + {holdout[1]:.0%}; "
+                "give --valid FILE --test FILE to train on all of it)")
+    spec = fitted_tokenizer(tokenizer, raw.get("train", lines))
+    out = {s: tokenize_lines(v, spec, sentence_mode="lines") for s, v in raw.items()}
+    if sentence_mode == "text":
+        out = {s: [[t for sent in v for t in sent]] for s, v in out.items()}
+    return Corpus(name=name, tokenizer=spec, splits=out, unk_token=unk_token, paths=paths,
+                  split_policy=policy, split_note=note)
 
 
 def _registry_names() -> set:
@@ -228,11 +304,6 @@ def prepare(
 ) -> Dataset:
     """Fit the vocabulary on ``corpus``'s train split (unless given) and encode all splits."""
     if vocab is None:
-        vocab = Vocab(
-            min_count=min_count,
-            max_size=max_size,
-            unk_token=corpus.unk_token or "<unk>",
-            tokenizer=corpus.tokenizer,
-        ).fit(corpus.sentences("train"))
+        vocab = corpus.new_vocab(min_count=min_count, max_size=max_size).fit(corpus.sentences("train"))
     encoded = {s: vocab.encode_sentences(sents) for s, sents in corpus.splits.items()}
     return Dataset(corpus=corpus, vocab=vocab, encoded=encoded)

@@ -1,8 +1,15 @@
-"""Tokenizers: pure functions from a line of text to a list of tokens.
+"""Tokenizers: objects that cut a line of text into tokens, registered by name.
 
-A tokenizer is described by a :class:`TokenizerSpec` (a small, JSON-serialisable
-dataclass).  The spec is saved with every vocabulary and model, so text scored
-later is tokenized exactly as the training text was, and a mismatch is detected.
+A tokenizer is described by a :class:`TokenizerSpec` (a small, JSON-serialisable, frozen
+dataclass): its registered ``kind``, the text preparation (case, Unicode form) and -- for a
+tokenizer that learns from the training text -- its learned ``state``.  The spec is saved with
+every vocabulary and model, so text scored later is tokenized exactly as the training text was
+(without the training text), and a mismatch is detected.
+
+:func:`make_tokenizer` builds the :class:`Tokenizer` a spec describes: ``encode(line)`` (or a
+call) gives the tokens, ``decode(tokens)`` the text for display; a tokenizer with
+``learns = True`` is ``fit`` on the training lines first, and its ``spec`` then carries what it
+learned.  A new tokenizer is one class with :func:`register`.
 
 Kinds
 -----
@@ -19,14 +26,14 @@ Kinds
 """
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
-from dataclasses import asdict, dataclass
-from typing import Callable, Optional
+from dataclasses import asdict, dataclass, replace
+from typing import Callable, Iterable, Optional
 
 from .errors import InputError
 
-KINDS = ("whitespace", "regex", "char", "cjk", "punct")
 NORMALIZATIONS = (None, "NFC", "NFKC", "NFD", "NFKD")
 
 # Words keep inner apostrophes and hyphens ("don't", "well-known"); numbers keep
@@ -48,6 +55,22 @@ _NO_BREAK_SPACES = str.maketrans({"\u00a0": " ", "\u202f": " "})
 _GLUED_PUNCT = re.compile(r"(?<=\S)([,.!?])")
 
 
+# ---------------------------------------------------------------------------- the registry
+TOKENIZERS: dict = {}  # kind -> Tokenizer subclass
+
+
+def register(cls):
+    """Class decorator: make ``cls`` (a :class:`Tokenizer` subclass with a ``kind``) available by name."""
+    if not isinstance(getattr(cls, "kind", None), str) or not cls.kind:
+        raise TypeError(f"{cls.__name__} needs a class attribute kind (its registered name)")
+    TOKENIZERS[cls.kind] = cls
+    return cls
+
+
+def kinds() -> tuple:
+    return tuple(TOKENIZERS)
+
+
 @dataclass(frozen=True)
 class TokenizerSpec:
     """How text is cut into tokens.  Saved with vocabularies and models."""
@@ -56,12 +79,15 @@ class TokenizerSpec:
     lower: bool = False  # lower-case before tokenizing
     normalize: Optional[str] = None  # Unicode normalisation form, e.g. "NFKC"
     space_symbol: str = "▁"  # char level: the token that stands for a space
+    # What a learning tokenizer learned from its training text (canonical JSON; None for the
+    # rule-based kinds): part of the spec, so it is saved, compared and reloaded with it.
+    state: Optional[str] = None
 
     def __post_init__(self) -> None:
         # Specs also come from JSON files (vocabularies, models): check types, not just values.
-        if not isinstance(self.kind, str) or self.kind not in KINDS:
+        if not isinstance(self.kind, str) or self.kind not in TOKENIZERS:
             raise InputError(
-                f"unknown tokenizer {self.kind!r}", fix=f"choose one of {', '.join(KINDS)}"
+                f"unknown tokenizer {self.kind!r}", fix=f"choose one of {', '.join(TOKENIZERS)}"
             )
         if self.normalize is not None and (not isinstance(self.normalize, str) or self.normalize not in NORMALIZATIONS):
             raise InputError(
@@ -77,9 +103,17 @@ class TokenizerSpec:
                 f"space_symbol must be one non-space character, got {self.space_symbol!r}",
                 fix="use e.g. '▁' or '_'",
             )
+        if self.state is not None and not isinstance(self.state, str):
+            raise InputError(f"a tokenizer's learned state must be a JSON string, got {type(self.state).__name__}",
+                             fix="rebuild the vocabulary")
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if d["state"] is None:
+            del d["state"]  # the files of rule-based tokenizers stay as they always were
+        else:
+            d["state"] = json.loads(d["state"])
+        return d
 
     @classmethod
     def from_dict(cls, data: dict) -> "TokenizerSpec":
@@ -87,6 +121,8 @@ class TokenizerSpec:
             raise InputError(f"a tokenizer spec must be a JSON object, got {type(data).__name__}",
                              fix='give e.g. {"kind": "whitespace"}')
         known = {k: data[k] for k in ("kind", "lower", "normalize", "space_symbol") if k in data}
+        if data.get("state") is not None:
+            known["state"] = canonical_state(data["state"])
         return cls(**known)
 
     def describe(self) -> str:
@@ -97,15 +133,149 @@ class TokenizerSpec:
             parts.append(self.normalize)
         return "+".join(parts)
 
+    @property
+    def learns(self) -> bool:
+        """A kind that must be fitted on training text before it tokenizes."""
+        return TOKENIZERS[self.kind].learns
 
-def _prepare(text: str, spec: TokenizerSpec) -> str:
-    if spec.normalize:
-        text = unicodedata.normalize(spec.normalize, text)
-    if spec.lower:
-        text = text.lower()
-    return text
+    @property
+    def fitted(self) -> bool:
+        return not self.learns or self.state is not None
 
 
+def canonical_state(state) -> str:
+    """The state a tokenizer learned as canonical JSON (sorted keys), so equal states compare equal."""
+    return json.dumps(state, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+# ---------------------------------------------------------------------------- tokenizers
+class Tokenizer:
+    """Cuts a line into tokens.  Subclasses set ``kind`` and implement :meth:`split` (on prepared text);
+    one that learns sets ``learns = True`` and implements :meth:`learn` and :meth:`load_state`."""
+
+    kind: str = ""
+    learns: bool = False
+
+    def __init__(self, spec: TokenizerSpec) -> None:
+        self.spec = spec
+        if spec.state is not None:
+            self.load_state(json.loads(spec.state))
+        self._bind()
+
+    def _bind(self) -> None:
+        # The per-line call is on the hot path of every reader: a rule-based tokenizer with no case
+        # or Unicode change calls its split directly.
+        if self.learns and self.spec.state is None:
+            self._run = self._unfitted
+        elif not self.spec.lower and not self.spec.normalize:
+            self._run = self.split
+        else:
+            self._run = lambda text: self.split(self.prepare(text))
+
+    def _unfitted(self, text: str) -> list:
+        raise InputError(f"the {self.kind} tokenizer has not been fitted on training text",
+                         fix="fit it first (a vocabulary built on the training text carries it)")
+
+    # -- what a subclass provides
+    def split(self, text: str) -> list:
+        raise NotImplementedError
+
+    def learn(self, lines: Iterable[str]) -> object:
+        """The state learned from prepared training lines (JSON-serialisable)."""
+        raise TypeError(f"the {self.kind} tokenizer does not learn from text")
+
+    def load_state(self, state) -> None:
+        raise TypeError(f"the {self.kind} tokenizer has no learned state")
+
+    def join(self, tokens: list) -> str:
+        return " ".join(tokens)
+
+    # -- the public API
+    def prepare(self, text: str) -> str:
+        if self.spec.normalize:
+            text = unicodedata.normalize(self.spec.normalize, text)
+        if self.spec.lower:
+            text = text.lower()
+        return text
+
+    def fit(self, lines: Iterable[str]) -> "Tokenizer":
+        """Learn from the training lines (a rule-based tokenizer learns nothing); returns self, whose
+        ``spec`` now carries the state."""
+        if self.learns:
+            state = self.learn(self.prepare(line) for line in lines)
+            self.spec = replace(self.spec, state=canonical_state(state))
+            self.load_state(json.loads(self.spec.state))
+            self._bind()
+        return self
+
+    def encode(self, text: str) -> list:
+        """The tokens of one line."""
+        return self._run(text)
+
+    def __call__(self, text: str) -> list:
+        return self._run(text)
+
+    def decode(self, tokens: list) -> str:
+        """Best-effort inverse, for displaying generated text."""
+        return self.join(list(tokens))
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.spec.describe()}>"
+
+
+@register
+class WhitespaceTokenizer(Tokenizer):
+    kind = "whitespace"
+
+    def split(self, text: str) -> list:
+        return text.split()
+
+
+@register
+class RegexTokenizer(Tokenizer):
+    kind = "regex"
+
+    def split(self, text: str) -> list:
+        return _REGEX_TOKEN.findall(text)
+
+
+@register
+class CharTokenizer(Tokenizer):
+    kind = "char"
+
+    def split(self, text: str) -> list:
+        return char_tokenize(text, space_symbol=self.spec.space_symbol)
+
+    def join(self, tokens: list) -> str:
+        sym = self.spec.space_symbol
+        return "".join(" " if t == sym else t for t in tokens)
+
+
+@register
+class CjkTokenizer(Tokenizer):
+    kind = "cjk"
+
+    def split(self, text: str) -> list:
+        return _CJK_TOKEN.findall(text)
+
+    def join(self, tokens: list) -> str:
+        out: list = []
+        for t in tokens:
+            if out and out[-1][-1:].isascii() and out[-1][-1:].isalnum() and t[:1].isascii() and t[:1].isalnum():
+                out.append(" ")
+            out.append(t)
+        return "".join(out)
+
+
+@register
+class PunctTokenizer(Tokenizer):
+    kind = "punct"
+
+    def split(self, text: str) -> list:
+        return punct_tokenize(text)
+
+
+# ---------------------------------------------------------------------------- functions (the old API)
 def whitespace_tokenize(text: str) -> list[str]:
     return text.split()
 
@@ -138,40 +308,21 @@ def punct_tokenize(text: str) -> list[str]:
     return _GLUED_PUNCT.sub(r" \1", text.translate(_NO_BREAK_SPACES)).split()
 
 
-def make_tokenizer(spec: TokenizerSpec) -> Callable[[str], list[str]]:
-    """Return a function ``str -> list[str]`` implementing ``spec``."""
-    if spec.kind == "whitespace":
-        base: Callable[[str], list[str]] = whitespace_tokenize
-    elif spec.kind == "regex":
-        base = regex_tokenize
-    elif spec.kind == "char":
-        sym = spec.space_symbol
+def make_tokenizer(spec: TokenizerSpec) -> Tokenizer:
+    """The :class:`Tokenizer` ``spec`` describes (callable: ``tok(line) -> tokens``)."""
+    return TOKENIZERS[spec.kind](spec)
 
-        def base(text: str) -> list[str]:
-            return char_tokenize(text, space_symbol=sym)
-    elif spec.kind == "punct":
-        base = punct_tokenize
-    else:
-        base = cjk_tokenize
 
-    if not spec.lower and not spec.normalize:
-        return base
-
-    def tokenize(text: str) -> list[str]:
-        return base(_prepare(text, spec))
-
-    return tokenize
+def fit_tokenizer(spec: TokenizerSpec, lines: Iterable[str]) -> TokenizerSpec:
+    """``spec`` with what its tokenizer learns from ``lines`` (unchanged for a rule-based or fitted one)."""
+    if spec.fitted:
+        return spec
+    return make_tokenizer(spec).fit(lines).spec
 
 
 def detokenize(tokens: list[str], spec: TokenizerSpec) -> str:
     """Best-effort inverse, for displaying generated text."""
-    if spec.kind == "char":
-        return "".join(" " if t == spec.space_symbol else t for t in tokens)
-    if spec.kind == "cjk":
-        out: list[str] = []
-        for t in tokens:
-            if out and out[-1][-1:].isascii() and out[-1][-1:].isalnum() and t[:1].isascii() and t[:1].isalnum():
-                out.append(" ")
-            out.append(t)
-        return "".join(out)
-    return " ".join(tokens)
+    return make_tokenizer(spec).decode(tokens)
+
+
+KINDS = kinds()  # the built-in kinds (a registered one joins TOKENIZERS, which is what specs check)

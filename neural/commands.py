@@ -48,7 +48,8 @@ def _score_sentences(checkpoint_path, text_path_or_corpus, split, data_dir, voca
         if name not in REGISTRY and not Path(name).exists():
             raise InputError(f"the training corpus {name!r} is not available here", path=checkpoint_path,
                              fix="pass a corpus name or a text file")
-        corpus = load_corpus(name, data_dir=data_dir, tokenizer=vocab.tokenizer)
+        corpus = load_corpus(name, data_dir=data_dir, tokenizer=vocab.tokenizer,
+                             valid=data_info.get("valid"), test=data_info.get("test"))
         return corpus.sentences(split), f"{name}:{split}"
     from corpora.sources import read_text_source
 
@@ -125,9 +126,15 @@ def neural_group() -> None:
     """Neural language models (RNN, LSTM, GRU, Transformer) on the shared vocabulary."""
 
 
-def _load_dataset(corpus: str, data_dir, tokenizer, min_count: int, max_vocab: Optional[int]):
+def _load_dataset(corpus: str, data_dir, tokenizer, min_count: int, max_vocab: Optional[int], *,
+                  valid: Optional[str] = None, test: Optional[str] = None):
+    from corpora.sources import open_text
+
     tok = TokenizerSpec(kind=tokenizer) if isinstance(tokenizer, str) else tokenizer  # a kind, a spec or None
-    ds = prepare(load_corpus(corpus, data_dir=data_dir, tokenizer=tok), min_count=min_count, max_size=max_vocab)
+    text = open_text(corpus, splits=("train", "valid", "test"), data_dir=data_dir, tokenizer=tok, valid=valid, test=test)
+    if text.split_policy in ("holdout", "files"):
+        _echo_err(text.split_note)  # a user's file: say which lines train and which are held out
+    ds = prepare(text, min_count=min_count, max_size=max_vocab)
     for split in ("train", "valid"):
         if split not in ds.encoded or ds.encoded[split].n_tokens == 0:
             raise InputError(f"corpus {corpus!r} has no {split} text", fix="give a corpus with train and valid splits")
@@ -151,6 +158,11 @@ def _both(field: str, fmt=str) -> str:
 @click.option("--impl", type=click.Choice(["fused", "scratch"]), default="fused", show_default=True,
               help="fused: PyTorch kernels; scratch: the textbook equations (RNN cells; Transformer attention).")
 @data_dir_option
+@click.option("--valid", "valid_file", type=click.Path(dir_okay=False), default=None,
+              help="Validation text for a CORPUS that is a file (then all of that file trains) "
+                   "[default: the file's last 5% of lines are held out].")
+@click.option("--test", "test_file", type=click.Path(dir_okay=False), default=None,
+              help="Test text for a CORPUS that is a file [default: its last 5% of lines are held out].")
 @click.option("--tokenizer", type=click.Choice(KINDS), default=None, help="Override the corpus's tokenizer (e.g. char).")
 @click.option("--min-count", type=int, default=1, show_default=True, help="Vocabulary: minimum training count.")
 @click.option("--max-vocab", type=int, default=None, help="Vocabulary: keep at most this many word types.")
@@ -204,7 +216,7 @@ def _both(field: str, fmt=str) -> str:
 @click.option("--dry-run", is_flag=True, help="Train one batch, validate on a prefix, write the checkpoint, stop.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
 @json_option
-def train_cmd(corpus, model_name, impl, data_dir, tokenizer, min_count, max_vocab, emb_size, hidden_size, layers,
+def train_cmd(corpus, model_name, impl, data_dir, valid_file, test_file, tokenizer, min_count, max_vocab, emb_size, hidden_size, layers,
               dropout, tie, d_model, heads, d_ff, block_size, positional, epochs, time_budget, batch_size, bptt,
               batch_scheme, optimizer, lr, momentum, weight_decay, clip, schedule, lr_decay, plateau_threshold, warmup,
               patience,
@@ -235,9 +247,11 @@ def train_cmd(corpus, model_name, impl, data_dir, tokenizer, min_count, max_voca
             corpus = data.get("corpus") or corpus
             if tokenizer is None and data.get("tokenizer"):
                 tokenizer = TokenizerSpec.from_dict(data["tokenizer"])
-    ds = _load_dataset(corpus, data_dir, tokenizer, min_count, max_vocab)
+            valid_file, test_file = valid_file or data.get("valid"), test_file or data.get("test")
+    ds = _load_dataset(corpus, data_dir, tokenizer, min_count, max_vocab, valid=valid_file, test=test_file)
     data_info = {"corpus": corpus, "tokenizer": ds.vocab.tokenizer.to_dict() if ds.vocab.tokenizer else None,
-                 "train_tokens": ds["train"].n_tokens}
+                 "train_tokens": ds["train"].n_tokens, "split_policy": ds.corpus.split_policy}
+    data_info.update({k: v for k, v in (("valid", valid_file), ("test", test_file)) if v is not None})
     has_test = "test" in ds.encoded and ds["test"].n_tokens > 0
     # The test pass after training is part of the budget: the trainer leaves time for it.
     budget_kw = dict(clock_start=t_command, reserve_tokens=ds["test"].n_tokens if has_test and not dry_run else 0)

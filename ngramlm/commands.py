@@ -17,6 +17,7 @@ from corpora.errors import InputError
 from corpora.options import data_dir_option, json_option, seed_option, tokenizer_options, tokenizer_spec
 from corpora.textio import check_writable
 from corpora.accounting import format_report
+from corpora.sources import plain_text_file
 
 MODEL_SUFFIXES_ARPA = (".arpa", ".arpa.gz", ".lm")
 
@@ -279,14 +280,13 @@ def _streamed_counts(texts, split, data_dir, spec, vocab, order, memory, temp_di
 
     line_filter, keep_empty, unk = None, True, None
     if len(texts) == 1 and texts[0] in REGISTRY:
-        plain = _plain_training_file(texts[0], split, data_dir)
+        plain = plain_text_file(texts[0], split=split, data_dir=data_dir)
         if plain is None:
             raise click.UsageError(f"corpus {texts[0]!r} is not one plain text file per split, which the streaming "
                                    "build reads; train it without --memory/--dask")
-        path, spec0, line_filter = plain
-        sources, keep_empty, unk = [path], False, REGISTRY[texts[0]].unk_token
-        spec = spec or spec0
-        where = f"{texts[0]}:{split}"
+        sources, keep_empty, unk, line_filter = [plain.path], plain.keep_empty, plain.unk_token, plain.line_filter
+        spec = spec or plain.tokenizer
+        where = plain.description
     else:
         for t in texts:
             if t != "-" and not Path(t).is_file():
@@ -314,24 +314,21 @@ def _in_memory_text(text, split, data_dir, spec, vocab, min_count, max_size):
     from corpora.vocab import Vocab
 
     unk = REGISTRY[text].unk_token if text in REGISTRY else None
-    fast = _plain_training_file(text, split, data_dir) if not vocab else None
+    fast = plain_text_file(text, split=split, data_dir=data_dir) if not vocab else None
+    if fast is not None and not (spec or fast.tokenizer).fitted:
+        fast = None  # a tokenizer that learns is fitted by the pipeline on the training lines
     if fast is not None:
         # Fast path: count and encode straight from the lines (no list of sentences).
-        from corpora.textio import iter_lines
-        from corpora.tokenize import TokenizerSpec, make_tokenizer
+        from corpora.corpus import read_lines
+        from corpora.tokenize import make_tokenizer
 
-        path, spec0, line_filter = fast
-        used_spec = spec or spec0
-        lines = [line for _, line in iter_lines(path)]
-        if line_filter:
-            from corpora.corpus import LINE_FILTERS
-
-            lines = [LINE_FILTERS[line_filter](x) for x in lines]
+        used_spec = spec or fast.tokenizer
+        lines = read_lines(fast.path, line_filter=fast.line_filter)
         vocab = Vocab(min_count=min_count, max_size=max_size, unk_token=unk or "<unk>", tokenizer=used_spec)
-        # A user's file keeps its blank lines as empty sentences, as lmplz does (and as it is scored).
-        enc = vocab.fit_encode_lines(lines, make_tokenizer(used_spec), keep_empty=text not in REGISTRY)
+        # The line policy: a user's file keeps its blank lines as empty sentences, as lmplz does.
+        enc = vocab.fit_encode_lines(lines, make_tokenizer(used_spec), keep_empty=fast.keep_empty)
         del lines
-        where = f"{text}:{split}" if text in REGISTRY else str(path)
+        where = fast.description
     else:
         sents, used_spec, where = load_sentences(text, split=split, data_dir=data_dir, tokenizer_spec=spec)
         if not vocab:
@@ -341,23 +338,6 @@ def _in_memory_text(text, split, data_dir, spec, vocab, min_count, max_size):
     if enc.n_sentences == 0 or enc.n_words == 0:
         raise InputError("the training text has no tokens", path=where, fix="pass a non-empty text")
     return enc, vocab, used_spec, where
-
-
-def _plain_training_file(text: str, split: str, data_dir):
-    """(path, tokenizer spec, line filter) when TEXT's training split is one whole file."""
-    from corpora.datadir import resolve_data_dir
-    from corpora.registry import REGISTRY
-    from corpora.tokenize import TokenizerSpec
-
-    if text in REGISTRY:
-        spec = REGISTRY[text]
-        if spec.generated or spec.single_file or spec.sentence_mode != "lines" or spec.keep_empty_lines:
-            return None
-        path = resolve_data_dir(data_dir) / spec.name / spec.files[split]
-        return (path, spec.tokenizer, spec.line_filter) if path.exists() else None
-    if text == "-" or not Path(text).is_file():
-        return None
-    return Path(text), TokenizerSpec(), None
 
 
 def save_model(lm, output: str) -> None:

@@ -19,7 +19,7 @@ from .settings import (DEFAULT_NEURAL, DEFAULT_SMOOTHERS, NEURAL_SIZES, CompareS
 
 # option name -> settings field, for the options that define what a run trains
 _SETTING_OPTIONS = {
-    "corpus": "corpus", "tokenizer": "tokenizer", "max_order": "max_order", "smoothers": "smoothers", "neural": "neural",
+    "corpus": "corpus", "valid_file": "valid_file", "test_file": "test_file", "tokenizer": "tokenizer", "max_order": "max_order", "smoothers": "smoothers", "neural": "neural",
     "neural_minutes": "neural_minutes", "neural_epochs": "neural_epochs", "neural_size": "neural_size",
     "checkpoints": "checkpoints",
     "curve": "curve", "curve_minutes": "curve_minutes", "curve_smoother": "curve_smoother",
@@ -46,6 +46,8 @@ def _given(ctx: click.Context, name: str) -> bool:
 def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> CompareSettings:
     values = {
         "corpus": opts["corpus"] or "toy",
+        "valid_file": opts["valid_file"],
+        "test_file": opts["test_file"],
         "tokenizer": opts["tokenizer"],
         "max_order": opts["max_order"],
         "smoothers": parse_list(opts["smoothers"]),
@@ -88,6 +90,11 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
 @click.argument("corpus", required=False)
 @click.option("-o", "--output", "--out", "out", type=click.Path(file_okay=False), default=None,
               help="Folder for results.json, the report and the model cache [default: compare-out/CORPUS].")
+@click.option("--valid", "valid_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Validation text for a CORPUS that is a file (then all of that file trains) "
+                   "[default: the file's last 5% of lines are held out].")
+@click.option("--test", "test_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Test text for a CORPUS that is a file [default: its last 5% of lines are held out].")
 @click.option("--tokenizer", type=click.Choice(KINDS), default=None,
               help="Tokenize the corpus this way instead of its own (e.g. char); every model shares it.")
 @click.option("--max-order", type=int, default=5, show_default=True, help="N-gram orders 1..N.")
@@ -128,7 +135,7 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
 @click.option("--verbose", is_flag=True, help="Also print the neural models' per-epoch log.")
 @json_option
 @click.pass_context
-def compare_cmd(ctx, corpus, out, tokenizer, max_order, smoothers, neural, neural_minutes, neural_epochs, neural_size, checkpoints, curve,
+def compare_cmd(ctx, corpus, out, valid_file, test_file, tokenizer, max_order, smoothers, neural, neural_minutes, neural_epochs, neural_size, checkpoints, curve,
                 curve_minutes, curve_smoother, passage_tokens, seq2seq_minutes, beams, toy_train_tokens, toy_eval_tokens, quick, force, resume,
                 data_dir, seed, threads, verbose, as_json):
     """Train n-gram models (orders 1..N x smoothers) and neural models on one tokenization of CORPUS
@@ -177,6 +184,8 @@ def compare_cmd(ctx, corpus, out, tokenizer, max_order, smoothers, neural, neura
         from .data import load_data
 
         data = load_data(settings, data_dir)
+        if data.split_policy in ("holdout", "files"):
+            _echo_err(data.split_note)  # a user's file: which lines train, which are held out
         adopted = None
         if settings.checkpoints:  # a wrong checkpoint is refused before anything is written
             from .compare import inspect_checkpoints

@@ -117,7 +117,8 @@ class Run:
         tok = d.vocab.tokenizer
         info = {"name": d.name, "n_types": d.vocab.n_types, "tokenizer": tok.to_dict() if tok else None,
                 "fingerprint": d.fingerprint, "sizes": d.sizes,
-                "truth": {k: v for k, v in d.truth.items()} or None}
+                "truth": {k: v for k, v in d.truth.items()} or None,
+                "split_policy": d.split_policy, "split_note": d.split_note}
         if d.toy_config is not None:
             from dataclasses import asdict
 

@@ -15,7 +15,8 @@ from typing import Optional
 
 import numpy as np
 
-from corpora import load_corpus, prepare
+from corpora import prepare
+from corpora.sources import open_text
 from corpora.errors import InputError
 from corpora.tokenize import TokenizerSpec, detokenize
 from corpora.vocab import EncodedText
@@ -33,6 +34,8 @@ class CompareData:
     sizes: dict  # split -> {sentences, tokens, words, chars}
     truth: dict  # split -> true entropy info (toy only), else {}
     toy_config: Optional[object] = None
+    split_policy: str = "corpus"  # how train/valid/test were made (corpora.corpus.SPLIT_POLICIES)
+    split_note: str = ""
 
     @property
     def vocab(self):
@@ -58,7 +61,8 @@ def load_data(settings: CompareSettings, data_dir: Optional[str] = None) -> Comp
 
         base = REGISTRY[settings.corpus].tokenizer if settings.corpus in REGISTRY else None
         tokenizer = dataclasses.replace(base or TokenizerSpec(), kind=settings.tokenizer)
-    corpus = load_corpus(settings.corpus, data_dir=data_dir, toy_config=toy_config, tokenizer=tokenizer)
+    corpus = open_text(settings.corpus, splits=SPLITS, data_dir=data_dir, toy_config=toy_config, tokenizer=tokenizer,
+                       valid=settings.valid_file, test=settings.test_file)
     for split in SPLITS:
         if split not in corpus.splits or not corpus.splits[split]:
             raise InputError(f"corpus {settings.corpus!r} has no {split} text",
@@ -71,7 +75,8 @@ def load_data(settings: CompareSettings, data_dir: Optional[str] = None) -> Comp
 
         toy_config = ToyConfig()
     return CompareData(dataset=ds, name=settings.corpus, fingerprint=fingerprint(ds), sizes=sizes,
-                       truth=dict(corpus.truth or {}), toy_config=toy_config)
+                       truth=dict(corpus.truth or {}), toy_config=toy_config, split_policy=corpus.split_policy,
+                       split_note=corpus.split_note)
 
 
 def text_sizes(sentences: list, encoded: EncodedText, spec: TokenizerSpec) -> dict:

@@ -28,6 +28,8 @@ class CompareSettings:
     """The models and analyses of one ``ngramlm compare`` run."""
 
     corpus: str = "toy"  # a registered corpus name or a text file
+    valid_file: Optional[str] = None  # a text-file corpus: its valid / test files (else its tail is held out)
+    test_file: Optional[str] = None
     tokenizer: Optional[str] = None  # a tokenizer kind replacing the corpus's own (e.g. "char"); None: the corpus's
     max_order: int = 5  # n-gram orders 1..max_order
     smoothers: tuple = DEFAULT_SMOOTHERS
@@ -79,10 +81,10 @@ class CompareSettings:
             raise InputError(f"--max-order must be an integer from 1 to {MAX_ORDER}, got {self.max_order!r}",
                              fix="use e.g. --max-order 5")
         if self.tokenizer is not None:
-            from corpora.tokenize import KINDS
+            from corpora.tokenize import TOKENIZERS
 
-            if self.tokenizer not in KINDS:
-                raise InputError(f"unknown tokenizer {self.tokenizer!r}", fix=f"use one of {', '.join(KINDS)}")
+            if self.tokenizer not in TOKENIZERS:
+                raise InputError(f"unknown tokenizer {self.tokenizer!r}", fix=f"use one of {', '.join(TOKENIZERS)}")
             if self.corpus == "toy":
                 raise InputError("--tokenizer does not apply to the toy corpus: it is generated as tokens",
                                  fix="drop --tokenizer, or compare on a text corpus such as timemachine")

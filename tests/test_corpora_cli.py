@@ -59,8 +59,10 @@ def test_vocab_build_cutoffs_and_tokenizer_options(tmp_path, run_cli):
                              "--min-count", "3", "--max-size", "3")
     assert code == 0, err
     v = Vocab.load(out_path)
-    # Train = the first 90% of the lines (18 of 20); regex + lower.
-    corpus = load_corpus(str(text), tokenizer=v.tokenizer)
+    # Train = every line of the file (the "all" split policy: `vocab build` holds nothing out, as
+    # `train` does not); regex + lower.
+    corpus = load_corpus(str(text), tokenizer=v.tokenizer, splits=("train",))
+    assert corpus.split_policy == "all" and sum(map(len, corpus.sentences("train"))) == 5 * (4 + 4 + 4 + 5)
     counts = Counter(t for s in corpus.sentences("train") for t in s)
     expected = [w for w, c in sorted(counts.items(), key=lambda wc: (-wc[1], wc[0])) if c >= 3][:3]
     assert v.itos_[4:] == expected
