@@ -5,7 +5,6 @@ Also the plain functions the top-level ``ngramlm ppl`` uses:
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -24,7 +23,7 @@ from corpora.tokenize import KINDS, TokenizerSpec
 from corpora.options import data_dir_option, json_option, seed_option, threads_option
 from corpora.textio import check_writable
 
-from .config import LR_BY_OPTIMIZER, MODEL_NAMES, MODEL_PRESETS, TRAIN_PRESETS, sized
+from .config import MODEL_NAMES, MODEL_PRESETS, TRAIN_PRESETS, resolve_lm_config
 
 def _set_threads(threads: int) -> None:
     import torch
@@ -270,42 +269,20 @@ def train_cmd(corpus, model_name, impl, data_dir, valid_file, test_file, tokeniz
     else:
         model_name = model_name or "lstm"
         kind = model_kind(model_name)
-        preset, recipe = MODEL_PRESETS["default"][kind], TRAIN_PRESETS[kind]
-        optimizer = optimizer or recipe.optimizer
-        dropout = preset.dropout if dropout is None else dropout
-        if kind == "rnn":
-            cfg = sized(preset, len(ds.vocab), cell=model_name, impl=impl, emb_size=emb_size or hidden_size,
-                        hidden_size=hidden_size, n_layers=layers or preset.n_layers, dropout=dropout, tie_weights=tie)
-        else:
-            cfg = sized(preset, len(ds.vocab), d_model=d_model, n_layers=layers or preset.n_layers, n_heads=heads,
-                        d_ff=d_ff or 4 * d_model, block_size=block_size, dropout=dropout, positional=positional,
-                        attention="scratch" if impl == "scratch" else "sdpa", tie_weights=tie)
-        resolved_schedule = schedule or recipe.schedule
         precision = choose_precision(bf16)
         _echo_err(f"precision: {precision.reason}")
-        tcfg = dataclasses.replace(
-            recipe,
-            epochs=1 if dry_run else (recipe.epochs if epochs is None else epochs),
-            batch_size=batch_size or recipe.batch_size,
-            bptt=bptt or (recipe.bptt if kind == "rnn" else block_size),
-            batch_scheme=batch_scheme or recipe.batch_scheme,
-            optimizer=optimizer,
-            lr=lr if lr is not None else (recipe.lr if optimizer == recipe.optimizer else LR_BY_OPTIMIZER[optimizer]),
-            momentum=momentum,
-            weight_decay=recipe.weight_decay if weight_decay is None else weight_decay,
-            clip=recipe.clip if clip is None else clip,
-            schedule=resolved_schedule,
-            lr_decay=lr_decay,
-            plateau_threshold=recipe.plateau_threshold if plateau_threshold is None else plateau_threshold,
-            warmup_steps=(TRAIN_PRESETS["transformer"].warmup_steps if resolved_schedule == "cosine" else 0)
-            if warmup is None else warmup,
-            patience=patience,
-            seed=seed,
-            time_budget=time_budget,
-            eval_batch_size=eval_batch_size,
-            max_batches=1 if dry_run else None,
-            bf16=precision.bf16,
-        )
+        # Preset, recipe and these options meet in one place (neural.config.resolve_lm_config).
+        arch_options = dict(impl=impl, emb_size=emb_size, hidden_size=hidden_size) if kind == "rnn" else dict(
+            d_model=d_model, n_heads=heads, d_ff=d_ff, block_size=block_size, positional=positional,
+            attention="scratch" if impl == "scratch" else "sdpa")
+        cfg, tcfg = resolve_lm_config(
+            model_name, vocab_size=len(ds.vocab),
+            model=dict(arch_options, n_layers=layers, dropout=dropout, tie_weights=tie),
+            train=dict(epochs=1 if dry_run else epochs, batch_size=batch_size, bptt=bptt, batch_scheme=batch_scheme,
+                       optimizer=optimizer, lr=lr, momentum=momentum, weight_decay=weight_decay, clip=clip,
+                       schedule=schedule, lr_decay=lr_decay, plateau_threshold=plateau_threshold, warmup_steps=warmup,
+                       patience=patience, seed=seed, time_budget=time_budget, eval_batch_size=eval_batch_size,
+                       max_batches=1 if dry_run else None, bf16=precision.bf16))
         tcfg.validate()
         model = build_model(kind, cfg, seed=seed)
         trainer = Trainer(model, ds.vocab, ds["train"].ids, ds["valid"].ids, tcfg, out=out, progress=progress,

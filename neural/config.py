@@ -307,3 +307,82 @@ def parse_override(text: str, *classes) -> tuple:
     except ValueError:
         raise InputError(f"--set {key}={raw}: {key} takes a {typ.__name__}", fix=(
             f"use e.g. --set {key}=true" if typ is bool else f"use e.g. --set {key}=2")) from None
+
+
+# ---------------------------------------------------------------------------- architectures
+@dataclass(frozen=True)
+class Architecture:
+    """A language-model architecture by its CLI name: the family that builds it (``build_model``'s
+    kind: its config class and presets) and what the name fixes in the config.  Adding one is an entry
+    in :data:`ARCHITECTURES` (and, for a new family, its config, presets and model class)."""
+
+    name: str
+    family: str  # "rnn" | "transformer"
+    label: str  # the report's display name
+    fixed: tuple = ()  # (field, value) pairs the name sets, e.g. (("cell", "lstm"),)
+
+
+ARCHITECTURES = {a.name: a for a in (
+    Architecture("rnn_tanh", "rnn", "RNN (tanh)", (("cell", "rnn_tanh"),)),
+    Architecture("rnn_relu", "rnn", "RNN (ReLU)", (("cell", "rnn_relu"),)),
+    Architecture("lstm", "rnn", "LSTM", (("cell", "lstm"),)),
+    Architecture("gru", "rnn", "GRU", (("cell", "gru"),)),
+    Architecture("transformer", "transformer", "Transformer"),
+)}
+assert tuple(ARCHITECTURES) == MODEL_NAMES
+
+
+def architecture(name: str) -> Architecture:
+    if name not in ARCHITECTURES:
+        raise InputError(f"unknown model {name!r}", fix=f"use one of {', '.join(ARCHITECTURES)}")
+    return ARCHITECTURES[name]
+
+
+RECIPES = {"train": TRAIN_PRESETS, "compare": COMPARE_TRAIN_PRESETS}
+COSINE_WARMUP = TRAIN_PRESETS["transformer"].warmup_steps  # a cosine schedule's warmup where none is given
+
+
+def _given(overrides: Optional[dict]) -> dict:
+    return {k: v for k, v in (overrides or {}).items() if v is not None}
+
+
+def resolve_lm_config(name: str, *, vocab_size: int, size: str = "default", recipe: str = "train",
+                      model: Optional[dict] = None, train: Optional[dict] = None) -> tuple:
+    """``(model config, TrainConfig)`` of architecture ``name``: the ``size`` preset and the ``recipe``
+    (``"train"``: `neural train`'s; ``"compare"``: `compare`'s), then the overrides given (a value of
+    None is "not given").  The one place presets and overrides meet, with the defaults that follow
+    from other choices:
+
+    * RNN: ``emb_size`` defaults to ``hidden_size``; Transformer: ``d_ff`` to 4 x ``d_model``, and
+      ``bptt`` to the block size (a Transformer's training window is its context);
+    * ``lr``: the recipe's for its optimizer, else that optimizer's default (``LR_BY_OPTIMIZER``);
+      the full-size Transformer in `compare` keeps `neural train`'s rate (2e-3 is unstable there);
+    * ``warmup_steps``: the recipe's for its schedule, else ``COSINE_WARMUP`` for cosine, 0 otherwise.
+    """
+    arch = architecture(name)
+    m, t = _given(model), _given(train)
+    if arch.family == "rnn" and "hidden_size" in m:
+        m.setdefault("emb_size", m["hidden_size"])
+    if arch.family == "transformer" and "d_model" in m:
+        m.setdefault("d_ff", 4 * m["d_model"])
+    mcfg = sized(MODEL_PRESETS[size][arch.family], vocab_size, **dict(arch.fixed), **m)
+    base = RECIPES[recipe][arch.family]
+    if arch.family == "transformer":
+        t.setdefault("bptt", mcfg.block_size)
+    optimizer = t.setdefault("optimizer", base.optimizer)
+    if optimizer != base.optimizer:
+        t.setdefault("lr", LR_BY_OPTIMIZER[optimizer])
+    elif recipe == "compare" and arch.family == "transformer" and size == "default":
+        t.setdefault("lr", TRAIN_PRESETS["transformer"].lr)
+    schedule = t.setdefault("schedule", base.schedule)
+    if schedule != base.schedule:
+        t.setdefault("warmup_steps", COSINE_WARMUP if schedule == "cosine" else 0)
+    return mcfg, replace(base, **t)
+
+
+def resolve_seq2seq_config(*, vocab_size: int, src_vocab_size: int, size: str = "default",
+                           model: Optional[dict] = None, train: Optional[dict] = None) -> tuple:
+    """``(Seq2SeqConfig, TrainConfig)`` of a translator: the ``size`` preset and ``SEQ2SEQ_TRAIN``, then
+    the overrides given (None is "not given")."""
+    mcfg = sized(SEQ2SEQ_PRESETS[size], vocab_size, src_vocab_size=src_vocab_size, **_given(model))
+    return mcfg, replace(SEQ2SEQ_TRAIN, **_given(train))

@@ -8,7 +8,7 @@ import torch
 from corpora.errors import InputError
 
 from .base import LanguageModel
-from .config import CELLS, MODEL_NAMES, RNNConfig, Seq2SeqConfig, TransformerConfig
+from .config import RNNConfig, Seq2SeqConfig, TransformerConfig, architecture
 from .rnn import RNNLM
 from .seq2seq import Seq2Seq
 from .transformer import TransformerLM
@@ -32,9 +32,7 @@ def build_model(kind: str, config: Union[dict, RNNConfig, TransformerConfig],
 
 def model_kind(name: str) -> str:
     """CLI model name (lstm, gru, rnn_tanh, rnn_relu, transformer) -> model kind."""
-    if name not in MODEL_NAMES:
-        raise InputError(f"unknown model {name!r}", fix=f"use one of {', '.join(MODEL_NAMES)}")
-    return "rnn" if name in CELLS else "transformer"
+    return architecture(name).family
 
 
 def model_name(model: LanguageModel) -> str:

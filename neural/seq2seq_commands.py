@@ -7,7 +7,6 @@ same held-out pairs.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -22,7 +21,7 @@ from corpora.errors import InputError
 from corpora.options import data_dir_option, json_option, seed_option, threads_option
 from corpora.textio import check_writable
 
-from .config import CELLS, SEQ2SEQ_PRESETS, SEQ2SEQ_TRAIN, sized
+from .config import CELLS, SEQ2SEQ_PRESETS, SEQ2SEQ_TRAIN, resolve_seq2seq_config
 
 _S2S = SEQ2SEQ_PRESETS["default"]
 
@@ -174,12 +173,12 @@ def train_cmd(corpus, attention, cell, impl, emb_size, hidden_size, layers, drop
         _check_vocabs(resume, trainer.model, trainer.vocab, par)
         _echo_err(f"resuming {resume} at epoch {trainer.position['epoch'] + 1}, batch {trainer.position['batch']}")
     else:
-        cfg = sized(_S2S, len(par.tgt_vocab), src_vocab_size=len(par.src_vocab), cell=cell, impl=impl,
-                    emb_size=emb_size, hidden_size=hidden_size, n_layers=layers, dropout=dropout,
-                    attention=attention, attn_size=attn_size)
-        tcfg = dataclasses.replace(SEQ2SEQ_TRAIN, epochs=1 if dry_run else epochs, batch_size=batch_size, lr=lr,
-                                   clip=clip, patience=patience, seed=seed, time_budget=time_budget,
-                                   max_batches=1 if dry_run else None)
+        cfg, tcfg = resolve_seq2seq_config(
+            vocab_size=len(par.tgt_vocab), src_vocab_size=len(par.src_vocab),
+            model=dict(cell=cell, impl=impl, emb_size=emb_size, hidden_size=hidden_size, n_layers=layers,
+                       dropout=dropout, attention=attention, attn_size=attn_size),
+            train=dict(epochs=1 if dry_run else epochs, batch_size=batch_size, lr=lr, clip=clip, patience=patience,
+                       seed=seed, time_budget=time_budget, max_batches=1 if dry_run else None))
         tcfg.validate()
         model = build_model("seq2seq", cfg, seed=seed)
         model.src_vocab = par.src_vocab

@@ -23,6 +23,7 @@ from corpora.textio import atomic_write_text, read_bytes
 from corpora.vocab import BOS_ID, EOS_ID, N_SPECIALS, PAD_ID, UNK_ID, Vocab
 
 from .counts import MAX_ORDER, lookup
+from .smoothing import backoff_smoothers, named_list
 
 LOG10_MISSING_UNK = -100.0  # KenLM's substitute when an ARPA file lacks <unk>
 META_PREFIX = "# ngramlm-meta "
@@ -109,7 +110,7 @@ def write_arpa(model, path: os.PathLike | str) -> None:
     model._check_fitted()
     if model.kind_ != "backoff":
         raise InputError(f"{model.smoother_name_} is not a back-off model, so ARPA cannot represent it",
-                         fix="export a model smoothed with mkn, kn, absolute, wb, jm or katz")
+                         fix=f"export a model smoothed with {named_list(backoff_smoothers())}")
     if not model.is_distribution_:
         raise InputError("stupid backoff scores are not probabilities and back off even from unseen contexts; "
                          "an ARPA file would score them differently", fix="export a properly smoothed model")

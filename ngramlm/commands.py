@@ -19,6 +19,8 @@ from corpora.textio import check_writable
 from corpora.accounting import format_report
 from corpora.sources import plain_text_file
 
+from .smoothing import SMOOTHERS, named_list
+
 MODEL_SUFFIXES_ARPA = (".arpa", ".arpa.gz", ".lm")
 
 
@@ -81,7 +83,7 @@ def other_kind(path: str):
 @click.option("--order", type=int, default=3, show_default=True, help="n-gram order (1 to 12).")
 @click.option("-n", "order_n", type=int, default=None, hidden=True)
 @click.option("--smoothing", "-s", default="mkn", show_default=True,
-              help="mkn, kn, absolute, wb, jm, katz, stupid, addk, laplace or mle.")
+              help=f"{named_list(SMOOTHERS)}.")
 @click.option("--k", "add_k", type=float, default=None, help="add-k: the pseudo-count k (default 1).")
 @click.option("--discount", type=float, default=None, help="absolute discounting: a fixed discount.")
 @click.option("--discount-fallback", is_flag=True,

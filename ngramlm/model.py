@@ -18,7 +18,7 @@ from corpora.vocab import EncodedText, Vocab
 from .counts import NgramCounts, check_order
 from .estimate import estimate_tables  # noqa: F401 (re-exported: ngramlm.model.estimate_tables)
 from .scorer import Scorer, TokenScores  # noqa: F401 (TokenScores re-exported)
-from .smoothing import Smoother, make_smoother
+from .smoothing import Smoother, backoff_smoothers, make_smoother, named_list
 from .tables import NgramTables
 
 
@@ -159,7 +159,7 @@ class NgramLM(Scorer):
         check_prune_args(self.order_, self.prune, self.prune_entropy)
         if self.kind_ != "backoff" or not self.is_distribution_:
             raise InputError(f"pruning needs a back-off model; {self.smoother_name_} is not one",
-                             fix="prune models smoothed with mkn, kn, absolute, wb, jm or katz")
+                             fix=f"prune models smoothed with {named_list(backoff_smoothers())}")
         before = list(self.n_ngrams_)
         if self.prune is not None and any(self.prune):
             self._set_tables(prune_counts(self, [t.count for t in counts.tables], list(self.prune)))

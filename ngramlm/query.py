@@ -41,6 +41,7 @@ from corpora.vocab import BOS_ID, EOS_ID, UNK_ID
 from . import accel
 from .loading import load_any  # noqa: F401 (also ngramlm.query.load_any, as before)
 from .scorer import Scorer
+from .smoothing import backoff_smoothers, named_list
 
 
 class PyState:
@@ -100,7 +101,7 @@ class Model:
         self.lm = Scorer(tables) if tables is not None else load_any(path)
         if self.lm.kind_ != "backoff":
             raise InputError(f"a {self.lm.smoother_name_} model is not a back-off model, which the kenlm API scores",
-                             path=self.path, fix="use a model smoothed with mkn, kn, absolute, wb, jm or katz")
+                             path=self.path, fix=f"use a model smoothed with {named_list(backoff_smoothers())}")
         self.tables = self.lm.tables_
         self._stoi = self.lm.vocab_.stoi_
         self._tables = None  # the Python state API's dicts, built on its first call

@@ -506,18 +506,48 @@ class AdditiveSmoother(Smoother):
         return "mle" if float(self.k) == 0.0 else ("laplace" if float(self.k) == 1.0 else "addk")
 
 
-SMOOTHERS = {
-    "mkn": ModifiedKneserNey,
-    "kn": KneserNey,
-    "absolute": AbsoluteDiscounting,
-    "wb": WittenBell,
-    "jm": JelinekMercer,
-    "katz": Katz,
-    "stupid": StupidBackoff,
-    "addk": AdditiveSmoother,
-    "laplace": AdditiveSmoother,
-    "mle": AdditiveSmoother,
-}
+@dataclass(frozen=True)
+class SmootherInfo:
+    """A smoother as the rest of the toolkit sees it: adding one is its class plus one entry in
+    :data:`REGISTERED` (the CLI, the native and ARPA files, the report's names and the error messages
+    read this table)."""
+
+    name: str  # the registered name (--smoothing, the files' "smoothing")
+    cls: type
+    label: str  # the report's display name
+    form: str = "backoff"  # "backoff" (ARPA form: log10 p + back-off per n-gram) or "additive" (from counts)
+    probability: bool = True  # False: scores, not probabilities (stupid backoff)
+    fixed: dict = field(default_factory=dict)  # parameters fixed by the name (mle: k = 0)
+    fallback: object = None  # the discount_fallback `compare` retries with on degenerate counts
+
+
+REGISTERED = (
+    SmootherInfo("mkn", ModifiedKneserNey, "modified Kneser-Ney", fallback=(0.5, 1.0, 1.5)),
+    SmootherInfo("kn", KneserNey, "Kneser-Ney", fallback=(0.5, 1.0, 1.5)),
+    SmootherInfo("absolute", AbsoluteDiscounting, "absolute discounting", fallback=(0.5, 1.0, 1.5)),
+    SmootherInfo("wb", WittenBell, "Witten-Bell"),
+    SmootherInfo("jm", JelinekMercer, "Jelinek-Mercer"),
+    SmootherInfo("katz", Katz, "Katz", fallback=True),
+    SmootherInfo("stupid", StupidBackoff, "stupid backoff", probability=False),
+    SmootherInfo("addk", AdditiveSmoother, "add-k", form="additive"),
+    SmootherInfo("laplace", AdditiveSmoother, "Laplace (add-1)", form="additive", fixed={"k": 1.0}),
+    SmootherInfo("mle", AdditiveSmoother, "MLE", form="additive", fixed={"k": 0.0}),
+)
+SMOOTHER_INFO = {i.name: i for i in REGISTERED}
+SMOOTHERS = {i.name: i.cls for i in REGISTERED}  # name -> class
+
+
+def backoff_smoothers() -> tuple:
+    """The smoothers whose models are back-off models of probabilities: what ARPA files, pruning and
+    the kenlm API take."""
+    return tuple(i.name for i in REGISTERED if i.form == "backoff" and i.probability)
+
+
+def named_list(names) -> str:
+    """``"a, b or c"``: for messages that list what is accepted."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
 
 ALIASES = {
     "modified-kneser-ney": "mkn", "kneser-ney": "kn", "witten-bell": "wb", "jelinek-mercer": "jm",
@@ -536,7 +566,7 @@ def smoother_params(name: str) -> tuple:
     ``mle`` and ``laplace`` take none: they are add-k with k fixed at 0 and 1.
     """
     key = _key(name)
-    if key in ("mle", "laplace"):
+    if SMOOTHER_INFO[key].fixed:
         return ()
     import inspect
 
@@ -568,11 +598,8 @@ def make_smoother(name: str, **params) -> Smoother:
     for p, v in given.items():
         if p not in takes:
             raise _foreign_param(name, key, p, v)
-    if key == "mle":
-        given = {"k": 0.0}
-    elif key == "laplace":
-        given = {"k": 1.0}
-    return SMOOTHERS[key](**given)
+    info = SMOOTHER_INFO[key]
+    return info.cls(**(dict(info.fixed) if info.fixed else given))
 
 
 def _foreign_param(name: str, key: str, param: str, value) -> InputError:

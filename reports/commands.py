@@ -13,6 +13,7 @@ from click.core import ParameterSource
 
 from corpora.errors import InputError
 from corpora.tokenize import KINDS
+from ngramlm.smoothing import SMOOTHERS
 
 from .settings import (DEFAULT_NEURAL, DEFAULT_SMOOTHERS, NEURAL_SIZES, CompareSettings, parse_fractions, parse_list,
                        quick_settings)
@@ -99,7 +100,7 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
               help="Tokenize the corpus this way instead of its own (e.g. char); every model shares it.")
 @click.option("--max-order", type=int, default=5, show_default=True, help="N-gram orders 1..N.")
 @click.option("--smoothers", default=",".join(DEFAULT_SMOOTHERS), show_default=True,
-              help="Comma-separated smoothers (mle, laplace, addk, wb, jm, katz, absolute, kn, mkn, stupid).")
+              help=f"Comma-separated smoothers ({', '.join(SMOOTHERS)}).")
 @click.option("--neural", default=",".join(DEFAULT_NEURAL), show_default=True,
               help="Comma-separated neural models (lstm, gru, rnn_tanh, rnn_relu, transformer), or 'none'.")
 @click.option("--neural-minutes", type=float, default=0.6, show_default=True,

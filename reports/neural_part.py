@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -19,7 +18,7 @@ import torch
 from corpora.errors import InputError
 from corpora.vocab import EOS_ID, EncodedText, Vocab
 from neural.checkpoint import best_path, load_model, training_seconds
-from neural.config import CELLS, COMPARE_TRAIN_PRESETS, MODEL_PRESETS, TRAIN_PRESETS, TrainConfig, sized
+from neural.config import ARCHITECTURES, COMPARE_TRAIN_PRESETS, TrainConfig, architecture, resolve_lm_config
 from neural.evaluate import token_log_probs
 from neural.models import build_model
 from neural.train import Trainer
@@ -29,37 +28,34 @@ LOG2_E = 1.0 / math.log(2.0)
 # Architecture presets and training recipes: neural.config's MODEL_PRESETS ("default" is what
 # `ngramlm neural train` builds) and COMPARE_TRAIN_PRESETS (why they differ from `neural train`'s
 # recipes is said there).
-LABELS = {"lstm": "LSTM", "gru": "GRU", "rnn_tanh": "RNN (tanh)", "rnn_relu": "RNN (ReLU)", "transformer": "Transformer"}
+LABELS = {name: arch.label for name, arch in ARCHITECTURES.items()}
 
 
 def kind_of(name: str) -> str:
-    return "rnn" if name in CELLS else "transformer"
+    return architecture(name).family
+
+
+def _resolved(name: str, size: str, vocab_size: int, budget: Optional[dict] = None, seed: int = 0) -> tuple:
+    """(model config, train config) of a compared model: the `compare` recipe under ``budget``."""
+    epochs = (budget or {}).get("epochs")
+    return resolve_lm_config(name, vocab_size=vocab_size, size=size, recipe="compare", model={"tie_weights": True},
+                             train={"epochs": epochs or 1000, "time_budget": (budget or {}).get("minutes"),
+                                    "seed": seed, "patience": 0 if epochs else 3})
 
 
 def model_config(name: str, size: str, vocab_size: int) -> dict:
-    kind = kind_of(name)
-    preset = MODEL_PRESETS[size][kind]
-    if kind == "rnn":
-        return sized(preset, vocab_size, cell=name, tie_weights=True).to_dict()
-    return sized(preset, vocab_size, tie_weights=True).to_dict()
+    return _resolved(name, size, vocab_size)[0].to_dict()
 
 
 def train_config(name: str, size: str, budget: dict, seed: int, model_cfg: dict) -> dict:
-    kind = kind_of(name)
-    changes = {}
-    if kind == "transformer":
-        changes["bptt"] = model_cfg["block_size"]
-        if size == "default":
-            changes["lr"] = TRAIN_PRESETS["transformer"].lr  # the full-size model is unstable at 2e-3
-    epochs = budget.get("epochs")
-    return replace(COMPARE_TRAIN_PRESETS[kind], epochs=epochs or 1000, time_budget=budget.get("minutes"), seed=seed,
-                   patience=0 if epochs else 3, **changes).to_dict()
+    """The training recipe of a compared model (``model_cfg``: its model config, whose size it was built at)."""
+    return _resolved(name, size, model_cfg["vocab_size"], budget, seed)[1].to_dict()
 
 
 def neural_settings(name: str, size: str, budget: dict, seed: int, vocab_size: int, fraction: float = 1.0) -> dict:
-    mcfg = model_config(name, size, vocab_size)
+    mcfg, tcfg = _resolved(name, size, vocab_size, budget, seed)
     return {"model": name, "size": size, "budget": budget, "train_fraction": fraction,
-            "model_config": mcfg, "train_config": train_config(name, size, budget, seed, mcfg)}
+            "model_config": mcfg.to_dict(), "train_config": tcfg.to_dict()}
 
 
 def neural_row(name: str, settings: dict, data, checkpoint: Path, train: Optional[EncodedText] = None,

@@ -16,13 +16,13 @@ from corpora.errors import InputError
 from corpora.vocab import BOS_ID, EncodedText
 from ngramlm import NgramCounts, NgramLM
 from corpora.accounting import report_from_log10
+from ngramlm.smoothing import REGISTERED
 from ngramlm.sparsity import flat_row, sparsity_table
 
 LOG2_10 = math.log2(10.0)
-FALLBACK = {"mkn": (0.5, 1.0, 1.5), "kn": (0.5, 1.0, 1.5), "absolute": (0.5, 1.0, 1.5), "katz": True}
-NAMES = {"mle": "MLE", "laplace": "Laplace (add-1)", "addk": "add-k", "wb": "Witten-Bell", "jm": "Jelinek-Mercer",
-         "katz": "Katz", "absolute": "absolute discounting", "kn": "Kneser-Ney", "mkn": "modified Kneser-Ney",
-         "stupid": "stupid backoff"}
+# From the smoother registry: the retry of a degenerate fit, and the display names.
+FALLBACK = {i.name: i.fallback for i in REGISTERED if i.fallback is not None}
+NAMES = {i.name: i.label for i in REGISTERED}
 
 
 def truncate_counts(counts: NgramCounts, k: int) -> NgramCounts:

@@ -37,13 +37,10 @@ N_EXAMPLES = 12  # test pairs shown with their translations
 
 
 def is_parallel(corpus: str) -> bool:
-    """A registered parallel corpus, or a ``.tsv`` file of sentence pairs."""
-    from corpora.registry import REGISTRY
+    """A registered parallel corpus, or a ``.tsv`` file of sentence pairs (the text pipeline's rule)."""
+    from corpora.sources import source_kind
 
-    spec = REGISTRY.get(corpus)
-    if spec is not None:
-        return spec.parallel is not None
-    return corpus.endswith(".tsv") and Path(corpus).is_file()
+    return source_kind(corpus) == "parallel"
 
 
 def target_side(par) -> CompareData:
@@ -238,14 +235,13 @@ def _row_key(results: dict, rid: str) -> str:
 
 # ---------------------------------------------------------------------------- translators
 def translator_settings(size: str, budget: dict, seed: int, attention: bool, par) -> dict:
-    import dataclasses
+    from neural.config import resolve_seq2seq_config
 
-    from neural.config import SEQ2SEQ_PRESETS, SEQ2SEQ_TRAIN, sized
-
-    mcfg = sized(SEQ2SEQ_PRESETS[size], len(par.tgt_vocab), src_vocab_size=len(par.src_vocab), attention=attention)
-    tcfg = dataclasses.replace(SEQ2SEQ_TRAIN, seed=seed, time_budget=budget.get("minutes"),
-                               epochs=budget.get("epochs") or SEQ2SEQ_TRAIN.epochs,
-                               patience=0 if budget.get("epochs") else SEQ2SEQ_TRAIN.patience)
+    epochs = budget.get("epochs")
+    mcfg, tcfg = resolve_seq2seq_config(vocab_size=len(par.tgt_vocab), src_vocab_size=len(par.src_vocab), size=size,
+                                        model={"attention": attention},
+                                        train={"seed": seed, "time_budget": budget.get("minutes"), "epochs": epochs,
+                                               "patience": 0 if epochs else None})
     return {"model": "seq2seq-attn" if attention else "seq2seq", "size": size, "budget": budget,
             "model_config": mcfg.to_dict(), "train_config": tcfg.to_dict()}
 

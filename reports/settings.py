@@ -17,7 +17,8 @@ from corpora.errors import InputError
 
 # Every smoother whose perplexity means something (stupid backoff is not a distribution).
 DEFAULT_SMOOTHERS = ("mle", "laplace", "wb", "jm", "katz", "absolute", "kn", "mkn")
-NEURAL_MODELS = ("lstm", "gru", "rnn_tanh", "rnn_relu", "transformer")
+NEURAL_MODELS = ("lstm", "gru", "rnn_tanh", "rnn_relu", "transformer")  # neural.config.ARCHITECTURES (torch-free
+# there too, but the settings load without the neural package: tests/test_layers checks the two agree)
 DEFAULT_NEURAL = ("lstm", "transformer")
 NEURAL_SIZES = ("tiny", "small", "default")
 DEFAULT_CURVE = (0.01, 0.03, 0.1, 0.3, 1.0)

@@ -77,3 +77,82 @@ def test_a_checkpoint_is_recognised_through_the_registry(tmp_path, run_cli):
     assert other_kind(str(model)) is None and kind_of(tmp_path / "missing") is None
     code, out, err = run_cli("ppl", ckpt, "toy")
     assert code == 0 and "neural lstm" in out, err
+
+
+def _module_graph(package: str) -> dict:
+    """module -> the modules of the same package it imports (relative or absolute, at any depth)."""
+    mods = {p.stem: p for p in (REPO / package).glob("*.py")}
+    graph = {}
+    for name, path in mods.items():
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                if node.level == 1:
+                    deps |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+                elif node.level == 0 and node.module and node.module.split(".")[0] == package:
+                    parts = node.module.split(".")
+                    deps |= {parts[1]} if len(parts) > 1 else {a.name for a in node.names}
+            elif isinstance(node, ast.Import):
+                deps |= {a.name.split(".")[1] for a in node.names
+                         if a.name.split(".")[0] == package and "." in a.name}
+        graph[name] = {d for d in deps if d in mods and d != name}
+    return graph
+
+
+def _cycles(graph: dict) -> list:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_no_import_circle_inside_a_package(package):
+    # Before issue 23: model.py <-> arpa, io_native, pruning, tuning, build, outofcore, distributed.
+    assert _cycles(_module_graph(package)) == []
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_readers_pruning_and_tuning_know_tables_not_the_estimator():
+    graph = _module_graph("ngramlm")
+    for module in ("arpa", "io_native", "pruning", "tuning", "build", "outofcore", "distributed", "scorer", "query"):
+        assert "model" not in graph[module], f"ngramlm.{module} imports the estimator (ngramlm.model)"
+    assert len((REPO / "ngramlm" / "model.py").read_text("utf-8").splitlines()) < 300
+
+
+def test_the_registries_agree_with_what_reports_list():
+    from neural.config import ARCHITECTURES, MODEL_NAMES
+    from ngramlm.smoothing import SMOOTHER_INFO, SMOOTHERS, backoff_smoothers
+    from reports.settings import NEURAL_MODELS
+
+    assert set(NEURAL_MODELS) == set(ARCHITECTURES) == set(MODEL_NAMES)
+    assert set(SMOOTHER_INFO) == set(SMOOTHERS)
+    assert backoff_smoothers() == ("mkn", "kn", "absolute", "wb", "jm", "katz")
