@@ -6,10 +6,10 @@ A run, top to bottom:
 2. count the training split once at the highest order: the V^n wall and the count spectrum;
 3. n-gram models, orders 1..N x smoothers;
 4. neural models, each under its budget;
-5. learning curves (training-set prefixes) for two count models and the best neural model;
-6. linear interpolation of the best n-gram model with each neural model (weight tuned on valid);
-7. a test passage scored token by token, and the Transformer's attention on it;
-8. ``results.json``, then ``report.md`` and ``report.html`` rendered from it.
+5. each section of :mod:`reports.sections` in the report's order: learning curves, interpolation of
+   the best n-gram with each neural model, a test passage token by token, the Transformer's
+   attention on it, the ∞-gram;
+6. ``results.json``, then ``report.md`` and ``report.html`` rendered from it.
 
 Every trained model is cached in ``DIR/cache`` under a hash of its settings and the
 encoded corpus (:mod:`reports.cache`), so a re-run trains only what changed and an
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import time
 from pathlib import Path
 from typing import Callable, Optional
@@ -29,88 +28,64 @@ from corpora.errors import InputError
 from corpora.textio import atomic_write_text, check_writable, sweep_stale_temp_files
 
 from . import analysis
-from .cache import Cache
-from .data import CompareData, cache_key, load_data, prefix, toy_token_log2probs
-from .jsonio import dumps
+from .data import CompareData, load_data
+from .formatting import describe_budget  # noqa: F401 (also reports.compare.describe_budget, as before)
+from .run import RunBase, run_stages, write_results  # noqa: F401 (run_stages, write_results: as before)
 from .settings import CompareSettings
 
 FORMAT = "ngramlm.compare"
 FORMAT_VERSION = 1
 
 
-class Run:
-    """One comparison run writing into ``out``; ``log`` receives one line per step."""
+class Run(RunBase):
+    """One comparison run writing into ``out``; ``log`` receives one line per step.
+
+    The model families (counts, the n-gram grid, the neural models) are its stages; then each section of
+    :mod:`reports.sections` computes what it shows, in the report's order."""
+
+    FORMAT = FORMAT
+    FORMAT_VERSION = FORMAT_VERSION
 
     def __init__(self, settings: CompareSettings, out: Path, *, data_dir: Optional[str] = None,
                  data: Optional[CompareData] = None, log: Optional[Callable[[str], None]] = None,
                  verbose: bool = False, adopted: Optional[list] = None) -> None:
-        self.settings = settings
-        self.out = Path(out)
-        self.data_dir = data_dir
+        super().__init__(settings, out, data_dir=data_dir, log=log, verbose=verbose)
         self.data = data
-        self.log = log or (lambda msg: None)
-        self.verbose = verbose
-        self.cache = None
-        self.results: dict = {}
-        self.arrays: dict = {}  # row id -> {"valid": log2p, "test": log2p}
-        self.counters = {"trained": 0, "cached": 0}
         self.checkpoints: dict = {}  # neural row id -> checkpoint path
         self.adopted = adopted  # inspect_checkpoints(settings, data), when the caller already checked them
 
-    # ------------------------------------------------------------------ helpers
-    def _cached_or(self, kind: str, settings: dict, compute: Callable[[str], tuple], keep_arrays: bool = True) -> dict:
-        key = cache_key(kind, settings, self.data.fingerprint)
-        t0 = time.perf_counter()
-        row = self.cache.get(key)
-        if row is not None:
-            row["cached"] = True
-            self.counters["cached"] += 1
-            arrays = self.cache.arrays(key)
-        else:
-            row, arrays = compute(key)
-            row["cached"] = False
-            self.counters["trained"] += 1
-            self.cache.put(key, {k: v for k, v in row.items() if k != "cached"}, arrays)
-        row["key"] = key
-        row["seconds_this_run"] = time.perf_counter() - t0
-        if arrays and keep_arrays:
-            self.arrays[row["id"]] = arrays
-        self._log_row(row)
-        return row
-
-    def _log_row(self, row: dict) -> None:
-        def ppl(split):
-            s = row.get(split)
-            if not s:
-                return "-"
-            return "inf" if s["ppl"] is None else f"{s['ppl']:.2f}"
-
-        tag = "cached" if row["cached"] else f"{row['seconds_this_run']:.1f} s"
-        msg = f"  {row['id']:<22} valid {ppl('valid'):>9}  test {ppl('test'):>9}  ({tag})"
-        if row.get("error"):
-            msg += f"  not estimated: {row['error']}"
-        self.log(msg)
-
-    # ------------------------------------------------------------------ the run
-    def execute(self) -> dict:
-        s = self.settings
-        t_start = time.perf_counter()
+    # ------------------------------------------------------------------ RunBase
+    def load(self) -> None:
         if self.data is None:
-            self.data = load_data(s, self.data_dir)
-        data = self.data
-        self.cache = Cache(self.out / "cache")
-        self.results = res = {
-            "format": FORMAT, "version": FORMAT_VERSION, "status": "running",
-            "created": _dt.datetime.now().isoformat(timespec="seconds"),
-            "settings": s.to_dict(),
-            "corpus": self._corpus_info(),
-        }
-        self.log(f"corpus {data.name}: {data.sizes['train']['tokens']:,} training tokens, "
-                 f"{data.vocab.n_types:,} types; results in {self.out}")
-        stages = (self._count_stage, self._ngram_stage, self._neural_stage, self._curve_stage,
-                  self._interpolation_stage, self._infini_stage, self._passage_stage)
-        run_stages(res, stages, out=self.out, t_start=t_start, counters=self.counters, finish=self._finish_rows)
-        return res
+            self.data = load_data(self.settings, self.data_dir)
+
+    def header(self) -> dict:
+        return {"corpus": self._corpus_info()}
+
+    def intro(self) -> str:
+        d = self.data
+        return (f"corpus {d.name}: {d.sizes['train']['tokens']:,} training tokens, {d.vocab.n_types:,} types; "
+                f"results in {self.out}")
+
+    def stages(self) -> tuple:
+        from .sections import SECTIONS
+
+        return (self._count_stage, self._ngram_stage, self._neural_stage) + tuple(
+            (lambda sec=sec: sec.compute(self)) for sec in SECTIONS if sec.compute is not None)
+
+    def finish(self) -> None:
+        self._finish_rows()
+
+    def best(self, family: str) -> Optional[dict]:
+        """The row of ``family`` with the best validation perplexity (a distribution, scored token by token)."""
+        rows = [r for r in self.results.get(family, []) if r.get("valid") and r["valid"]["ppl"] is not None
+                and r.get("is_distribution") and r["id"] in self.arrays]
+        return min(rows, key=lambda r: r["valid"]["ppl"]) if rows else None
+
+    def transformer(self) -> Optional[dict]:
+        """The Transformer's row, when one was trained and scored (the attention view reads it)."""
+        return next((r for r in self.results.get("neural", []) if r["model"] == "transformer" and r.get("valid")),
+                    None)
 
     def _corpus_info(self) -> dict:
         d = self.data
@@ -146,17 +121,9 @@ class Run:
                      f"zero-probability test tokens, perplexity {ppl}")
 
     def _ngram_stage(self) -> None:
-        from .ngram_part import ngram_row, ngram_settings
-
-        s, d = self.settings, self.data
+        s = self.settings
         self.log(f"n-gram models: orders 1..{s.max_order} x {', '.join(s.smoothers)}")
-        rows = []
-        for smoother in s.smoothers:
-            for order in range(1, s.max_order + 1):
-                rows.append(self._cached_or(
-                    "ngram", ngram_settings(smoother, order),
-                    lambda key, sm=smoother, o=order: ngram_row(sm, o, self.counts, d)))
-        self.results["ngram"] = rows
+        self.results["ngram"] = self.ngram_rows(self.counts)
 
     def _neural_stage(self) -> None:
         s, d = self.settings, self.data
@@ -177,144 +144,10 @@ class Run:
         to_train = [n for n in s.neural if n not in {info["model"] for info in adopted}]
         if not to_train:
             return
-        budget = s.main_budget()
-        self.log(f"neural models ({s.neural_size}, {describe_budget(budget)} each): {', '.join(to_train)}")
-        for name in to_train:
-            ns = neural_settings(name, s.neural_size, budget, s.seed, len(d.vocab))
-            row = self._cached_or("neural", ns, lambda key, n=name, ns=ns: neural_row(
-                n, ns, d, self.cache.checkpoint(key), log=self.log if self.verbose else None, warn=self.log))
+        self.log(f"neural models ({s.neural_size}, {describe_budget(s.main_budget())} each): {', '.join(to_train)}")
+        for row in self.neural_rows(to_train):
             self.checkpoints[row["id"]] = self.cache.checkpoint(row["key"])
             self.results["neural"].append(row)
-
-    def _curve_stage(self) -> None:
-        from ngramlm import NgramCounts
-
-        from .ngram_part import ngram_row, ngram_settings
-
-        s, d = self.settings, self.data
-        fractions = sorted(set(s.curve))
-        series = []
-        self.log(f"learning curves at {', '.join(f'{100 * f:g}%' for f in fractions)} of the training text")
-        subsets = {f: prefix(d["train"], f) for f in fractions}
-        top = max(s.curve_orders)
-        subset_counts = {1.0: self.counts}
-
-        def counts_of(f):  # counted once per prefix, on first use (cached models need none)
-            if f not in subset_counts:
-                subset_counts[f] = NgramCounts.from_encoded(subsets[f], order=top, vocab_size=len(d.vocab))
-            return subset_counts[f]
-
-        for order in s.curve_orders:
-            pts = []
-            for f in fractions:
-                sub = subsets[f]
-
-                def compute(key, f=f, sub=sub, order=order):
-                    return ngram_row(s.curve_smoother, order, counts_of(f), d, fraction=f, train=sub)
-
-                pts.append(self._curve_point(self._cached_or("ngram", ngram_settings(s.curve_smoother, order, f),
-                                                              compute, keep_arrays=False), f))
-            series.append({"id": f"{s.curve_smoother}-{order}", "label": pts[-1]["label"], "family": "ngram",
-                           "points": pts})
-        best = self._best("neural")
-        if best is not None:
-            from .neural_part import LABELS, neural_row, neural_settings
-
-            pts = []
-            budget = s.curve_budget()
-            for f in fractions:
-                ns = neural_settings(best["model"], s.neural_size, budget, s.seed, len(d.vocab), fraction=f)
-                row = self._cached_or("neural", ns, lambda key, ns=ns, f=f: neural_row(
-                    best["model"], ns, d, self.cache.checkpoint(key), train=subsets[f],
-                    log=self.log if self.verbose else None, row_id=f"{best['model']}@{f:g}", warn=self.log),
-                    keep_arrays=False)
-                pts.append(self._curve_point(row, f))
-            label = f"{LABELS[best['model']]} ({s.neural_size}), {describe_budget(budget)} per point"
-            series.append({"id": best["model"], "label": label, "family": "neural", "points": pts})
-        self.results["learning_curves"] = {"fractions": fractions, "series": series}
-
-    @staticmethod
-    def _curve_point(row: dict, fraction: float) -> dict:
-        keep = ("id", "label", "train_tokens", "train_seconds", "size", "valid", "test", "error", "note", "cached",
-                "key", "stopped", "epochs", "budget", "budget_seconds", "wall_seconds")
-        return {"fraction": fraction, **{k: row.get(k) for k in keep}}
-
-    def _best(self, family: str) -> Optional[dict]:
-        rows = [r for r in self.results.get(family, []) if r.get("valid") and r["valid"]["ppl"] is not None
-                and r.get("is_distribution") and r["id"] in self.arrays]
-        return min(rows, key=lambda r: r["valid"]["ppl"]) if rows else None
-
-    def _interpolation_stage(self) -> None:
-        self.results["interpolation"] = []
-        ng = self._best("ngram")
-        if ng is None:
-            return
-        for nn in self.results["neural"]:
-            if nn["id"] not in self.arrays:
-                continue
-            row = analysis.interpolate(ng, nn, self.arrays[ng["id"]], self.arrays[nn["id"]], self.data.sizes)
-            self.arrays[row["id"]] = {split: analysis.mixture_log2p(row["lambda"], self.arrays[ng["id"]][split],
-                                                                     self.arrays[nn["id"]][split])
-                                      for split in ("valid", "test")}
-            self.results["interpolation"].append(row)
-            self.log(f"  {row['id']}: lambda {row['lambda']:.3f}, valid {row['valid']['ppl']:.2f}, "
-                     f"test {row['test']['ppl']:.2f}")
-
-    def _infini_stage(self) -> None:
-        """n → ∞: the ∞-gram indexed on train, mixed with the best n-gram model and each neural model."""
-        from .infini_part import infini_section
-
-        partners = [r for r in [self._best("ngram")] + [r for r in self.results.get("neural", [])
-                                                         if r.get("valid") and r["id"] in self.arrays] if r]
-        got = infini_section(self.data, partners, self.arrays) if partners else None
-        if got is None:
-            self.results["infini"] = None
-            return
-        section, arrays = got
-        self.arrays.update(arrays)
-        self.results["infini"] = section
-        self.log(f"  ∞-gram: mean effective n {section['mean_effective_n']:.2f} (max {section['max_effective_n']}), "
-                 f"zero probability at {100 * section['zero_share']:.1f}% of test tokens")
-        for r in section["rows"]:
-            self.log(f"  {r['id']}: valid {r['valid']['ppl']:.2f}, test {r['test']['ppl']:.2f} "
-                     f"(partner alone: test {r['partner_test']['ppl']:.2f})")
-
-    def _passage_stage(self) -> None:
-        s, d = self.settings, self.data
-        ng, nn = self._best("ngram"), self._best("neural")
-        transformer = next((r for r in self.results["neural"] if r["model"] == "transformer" and r.get("valid")), None)
-        limit = s.passage_tokens
-        if transformer is not None:
-            limit = min(limit, transformer["settings"]["model_config"]["block_size"] - 1)
-        test = d["test"]
-        gain = None
-        if ng is not None and nn is not None:
-            gain = self.arrays[nn["id"]]["test"] - self.arrays[ng["id"]]["test"]
-        p = analysis.choose_passage(test.starts, limit, gain)
-        a, b = p["start"], p["end"]
-        ids = test.ids[a:b]
-        labels = [d.vocab.itos_[int(i)] for i in ids]
-        rows = []
-        for r in (ng, nn):
-            if r is not None:
-                rows.append({"id": r["id"], "label": r["label"], "family": r["family"],
-                             "bits": [round(float(-x), 4) for x in self.arrays[r["id"]]["test"][a:b]]})
-        for r in self.results.get("interpolation", []):
-            if nn is not None and r["components"][1] == nn["id"]:
-                rows.append({"id": r["id"], "label": r["label"], "family": "interpolated",
-                             "bits": [round(float(-x), 4) for x in self.arrays[r["id"]]["test"][a:b]]})
-        if d.toy_config is not None and b - a == int(test.starts[p["sentences"][1]] - test.starts[p["sentences"][0]]):
-            sents = d.dataset.corpus.splits["test"][p["sentences"][0]:p["sentences"][1]]
-            truth = [x for row in toy_token_log2probs(d.toy_config, sents) for x in row]
-            rows.append({"id": "truth", "label": "true language (floor)", "family": "truth",
-                         "bits": [round(-x, 4) if math.isfinite(x) else None for x in truth]})
-        self.results["passage"] = {"tokens": labels, "start_token": a, "sentences": p["sentences"],
-                                   "rule": p["rule"], "rows": rows}
-        if transformer is not None and transformer["id"] in self.checkpoints:
-            from .neural_part import attention_view
-
-            self.results["attention"] = {"model": transformer["id"], "label": transformer["label"],
-                                         **attention_view(self.checkpoints[transformer["id"]], ids, labels)}
 
     def _finish_rows(self) -> None:
         """Normalised rates and the distance above the floor, for every row with a test score."""
@@ -331,27 +164,6 @@ class Run:
                     r["above_floor"] = analysis.above_floor(t, truth)
 
 
-def run_stages(res: dict, stages, *, out: Path, t_start: float, counters: dict,
-               finish: Optional[Callable[[], None]] = None) -> None:
-    """Run ``stages`` in order; whatever happens, record the status and timing and write results.json
-    (an interrupted or failed run keeps what finished, and says so)."""
-    try:
-        for stage in stages:
-            stage()
-        res["status"] = "complete"
-    except KeyboardInterrupt:
-        res["status"] = "interrupted"
-        raise
-    except BaseException:
-        res["status"] = "failed"
-        raise
-    finally:
-        res["timing"] = {"total_seconds": time.perf_counter() - t_start, **counters}
-        if finish is not None:
-            finish()
-        write_results(out, res)
-
-
 def inspect_checkpoints(settings: CompareSettings, data: CompareData) -> list:
     """Check every ``--checkpoint`` against the corpus; one model name per checkpoint."""
     from .neural_part import inspect_checkpoint
@@ -366,17 +178,7 @@ def inspect_checkpoints(settings: CompareSettings, data: CompareData) -> list:
     return infos
 
 
-def describe_budget(budget: dict) -> str:
-    if "minutes" in budget:
-        return f"{budget['minutes']:g} min"
-    return f"{budget['epochs']} epoch{'s' if budget['epochs'] != 1 else ''}"
-
-
 # ---------------------------------------------------------------------------- results.json
-def write_results(out: Path, results: dict) -> None:
-    atomic_write_text(Path(out) / "results.json", dumps(results))
-
-
 def read_results(out: Path) -> dict:
     p = Path(out) / "results.json"
     if not p.exists():

@@ -16,7 +16,6 @@ report's heatmap.  Results are cached like the monolingual run's (``DIR/cache``)
 """
 from __future__ import annotations
 
-import datetime as _dt
 import math
 import time
 from pathlib import Path
@@ -24,9 +23,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .cache import Cache
-from .compare import run_stages
 from .data import CompareData, cache_key
+from .formatting import describe_budget
+from .run import RunBase
 
 FORMAT = "ngramlm.compare.parallel"
 FORMAT_VERSION = 1
@@ -55,101 +54,79 @@ def target_side(par) -> CompareData:
     return CompareData(dataset=ds, name=corpus.name, fingerprint=par.fingerprint[:20], sizes=sizes, truth={})
 
 
-class ParallelRun:
-    """One comparison on a parallel corpus, written into ``out``."""
+class ParallelRun(RunBase):
+    """One comparison on a parallel corpus, written into ``out``: the target side's LMs (the same n-gram
+    grid and neural LMs as a monolingual run) against the translators."""
+
+    FORMAT = FORMAT
+    FORMAT_VERSION = FORMAT_VERSION
+    KEEP_ARRAYS = False  # no analysis here needs the per-token arrays
 
     def __init__(self, settings, out: Path, *, data_dir: Optional[str] = None,
                  log: Optional[Callable[[str], None]] = None, verbose: bool = False) -> None:
-        self.settings, self.out, self.data_dir = settings, Path(out), data_dir
-        self.log = log or (lambda msg: None)
-        self.verbose = verbose
-        self.counters = {"trained": 0, "cached": 0}
+        super().__init__(settings, out, data_dir=data_dir, log=log, verbose=verbose)
         self.models: dict = {}  # translator row id -> loaded model
 
-    # ------------------------------------------------------------------ helpers
-    def _cached_or(self, kind: str, settings: dict, compute: Callable[[str], tuple]) -> dict:
-        key = cache_key(kind, settings, self.par.fingerprint)
-        t0 = time.perf_counter()
-        row = self.cache.get(key)
-        if row is not None:
-            self.counters["cached"] += 1
-            row["cached"] = True
-        else:
-            row, arrays = compute(key)
-            self.counters["trained"] += 1
-            self.cache.put(key, row, arrays)
-            row["cached"] = False
-        row["key"] = key
-        tag = "cached" if row["cached"] else f"{time.perf_counter() - t0:.1f} s"
+    @property
+    def fingerprint(self) -> str:
+        return self.par.fingerprint  # the pairs' (the target side's data is a view of them)
+
+    def _log_row(self, row: dict) -> None:
+        tag = "cached" if row["cached"] else f"{row['seconds_this_run']:.1f} s"
         test = (row.get("test") or {}).get("ppl")
         self.log(f"  {row['id']:<24} test ppl {'-' if test is None else f'{test:9.2f}'}  ({tag})"
                  + (f"  not estimated: {row['error']}" if row.get("error") else ""))
-        return row
 
-    # ------------------------------------------------------------------ the run
-    def execute(self) -> dict:
+    # ------------------------------------------------------------------ RunBase
+    def load(self) -> None:
         from corpora.parallel import load_parallel
 
-        s = self.settings
-        t_start = time.perf_counter()
-        self.par = par = load_parallel(s.corpus, data_dir=self.data_dir, seed=SPLIT_SEED)
-        self.data = target_side(par)
-        self.cache = Cache(self.out / "cache")
-        sizes = par.sizes()
-        self.results = res = {
-            "format": FORMAT, "version": FORMAT_VERSION, "status": "running",
-            "created": _dt.datetime.now().isoformat(timespec="seconds"), "settings": s.to_dict(),
-            "corpus": {"name": par.name, "src_lang": par.src_lang, "tgt_lang": par.tgt_lang, "sizes": sizes,
-                       "src_types": par.src_vocab.n_types, "tgt_types": par.tgt_vocab.n_types,
-                       "split_seed": SPLIT_SEED, "tokenizer": par.tokenizer.to_dict(), "fingerprint": par.fingerprint},
-            "rows": [], "bleu": [], "attention": [], "examples": [],
-        }
-        self.log(f"corpus {par.name} ({par.src_lang} -> {par.tgt_lang}): {sizes['train']['pairs']:,} training pairs, "
-                 f"{sizes['test']['pairs']:,} test pairs; target side {par.tgt_vocab.n_types:,} types, "
-                 f"{self.data['test'].n_tokens:,} test tokens predicted; results in {self.out}")
-        stages = (self._ngram_stage, self._lm_stage, self._translator_stage, self._bleu_stage, self._examples_stage)
-        run_stages(res, stages, out=self.out, t_start=t_start, counters=self.counters)
-        return res
+        self.par = load_parallel(self.settings.corpus, data_dir=self.data_dir, seed=SPLIT_SEED)
+        self.data = target_side(self.par)
 
+    def header(self) -> dict:
+        par = self.par
+        return {"corpus": {"name": par.name, "src_lang": par.src_lang, "tgt_lang": par.tgt_lang, "sizes": par.sizes(),
+                           "src_types": par.src_vocab.n_types, "tgt_types": par.tgt_vocab.n_types,
+                           "split_seed": SPLIT_SEED, "tokenizer": par.tokenizer.to_dict(),
+                           "fingerprint": par.fingerprint},
+                "rows": [], "bleu": [], "attention": [], "examples": []}
+
+    def intro(self) -> str:
+        par, sizes = self.par, self.par.sizes()
+        return (f"corpus {par.name} ({par.src_lang} -> {par.tgt_lang}): {sizes['train']['pairs']:,} training pairs, "
+                f"{sizes['test']['pairs']:,} test pairs; target side {par.tgt_vocab.n_types:,} types, "
+                f"{self.data['test'].n_tokens:,} test tokens predicted; results in {self.out}")
+
+    def stages(self) -> tuple:
+        return (self._ngram_stage, self._lm_stage, self._translator_stage, self._bleu_stage, self._examples_stage)
+
+    # ------------------------------------------------------------------ stages
     def _ngram_stage(self) -> None:
         from ngramlm import NgramCounts
-
-        from .ngram_part import ngram_row, ngram_settings
 
         s, d = self.settings, self.data
         counts = NgramCounts.from_encoded(d["train"], order=s.max_order, vocab_size=len(d.vocab))
         self.log(f"n-gram models of the target side: orders 1..{s.max_order} x {', '.join(s.smoothers)}")
-        for smoother in s.smoothers:
-            for order in range(1, s.max_order + 1):
-                row = self._cached_or("ngram", ngram_settings(smoother, order),
-                                      lambda key, sm=smoother, o=order: ngram_row(sm, o, counts, d))
-                row["side"] = "target LM"
-                self.results["rows"].append(row)
+        for row in self.ngram_rows(counts):
+            row["side"] = "target LM"
+            self.results["rows"].append(row)
 
     def _lm_stage(self) -> None:
-        s, d = self.settings, self.data
+        s = self.settings
         if not s.neural:
             return
         import torch
 
         torch.set_num_threads(s.threads)
-        from .compare import describe_budget
-        from .neural_part import neural_row, neural_settings
-
-        budget = s.main_budget()
-        self.log(f"neural LMs of the target side ({s.neural_size}, {describe_budget(budget)} each): "
+        self.log(f"neural LMs of the target side ({s.neural_size}, {describe_budget(s.main_budget())} each): "
                  f"{', '.join(s.neural)}")
-        for name in s.neural:
-            ns = neural_settings(name, s.neural_size, budget, s.seed, len(d.vocab))
-            row = self._cached_or("neural", ns, lambda key, n=name, ns=ns: neural_row(
-                n, ns, d, self.cache.checkpoint(key), log=self.log if self.verbose else None, warn=self.log))
+        for row in self.neural_rows(s.neural):
             row["side"] = "target LM"
             self.results["rows"].append(row)
 
     def _translator_stage(self) -> None:
         import torch
-
-        from .compare import describe_budget
 
         s = self.settings
         torch.set_num_threads(s.threads)

@@ -244,20 +244,11 @@ def attention_static(results: dict) -> Optional[bytes]:
     return _png(fig)
 
 
-PLOTS = {
-    "vwall": vwall,
-    "perplexity_by_order": perplexity_by_order,
-    "count_spectrum": count_spectrum,
-    "learning_curves": learning_curves,
-    "interpolation": interpolation,
-    "effective_n": effective_n,
-    "attention": attention_static,
-}
-
-
-def all_plots(results: dict) -> dict:
+def all_plots(results: dict, functions: dict) -> dict:
+    """``{name: PNG bytes}`` of the figures ``functions`` (name -> fn(results)) draw from these results
+    (the report's sections say which figures they show: reports.sections.plot_functions)."""
     out = {}
-    for name, fn in PLOTS.items():
+    for name, fn in functions.items():
         png = fn(results)
         if png is not None:
             out[name] = png

@@ -13,8 +13,11 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from corpora.textio import atomic_write_text
+
 from .cache import Cache
 from .data import cache_key
+from .jsonio import dumps
 
 
 class RunBase:
@@ -132,8 +135,6 @@ def run_stages(res: dict, stages, *, out: Path, t_start: float, counters: dict,
                finish: Optional[Callable[[], None]] = None) -> None:
     """Run ``stages`` in order; whatever happens, record the status and timing and write results.json
     (an interrupted or failed run keeps what finished, and says so)."""
-    from .compare import write_results
-
     try:
         for stage in stages:
             stage()
@@ -149,3 +150,7 @@ def run_stages(res: dict, stages, *, out: Path, t_start: float, counters: dict,
         if finish is not None:
             finish()
         write_results(out, res)
+
+
+def write_results(out: Path, results: dict) -> None:
+    atomic_write_text(Path(out) / "results.json", dumps(results))

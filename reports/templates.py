@@ -1,9 +1,12 @@
 """Jinja2 templates of the comparison report (kept as strings: nothing to ship as package data).
 
+The report is its head (title, the results table), the numbered sections of
+:mod:`reports.sections` in their order, and its tail (units, settings, the HTML's script).
 Both templates receive the context of :func:`reports.render.build_context`.
 """
+from .sections import SECTIONS
 
-MD_TEMPLATE = r"""# Count vs neural language models on `{{ corpus.name }}`
+MD_HEAD = r"""# Count vs neural language models on `{{ corpus.name }}`
 
 {{ "{:,}".format(sizes.train.tokens) }} training tokens, {{ "{:,}".format(sizes.valid.tokens) }} validation and {{ "{:,}".format(sizes.test.tokens) }} test tokens ({{ units.tokens }}), one vocabulary of {{ "{:,}".format(corpus.n_types) }} predicted types and one tokenization (`{{ tokenizer }}`) for every model.
 Run: {{ r.created }}, status **{{ status }}**, {{ timing.total }} in all ({{ timing.trained }} models trained, {{ timing.cached }} from the cache).
@@ -20,7 +23,7 @@ The toy corpus comes from a known probabilistic automaton: the **true perplexity
 | {{ m.label }} | {{ m.valid }} | {{ m.test }} | {{ m.bpt }} | {{ m.floor }} | {{ m.bpc }} | {{ m.bpw }} | {{ m.size }} {{ m.size_unit }} | {{ m.train }} | {{ m.cached }} | {{ m.budget }} | {{ m.note }} |
 {% endfor %}
 
-N-gram models are shown at their best order on validation; every order is in section 2.
+N-gram models are shown at their best order on validation; every order is in section {{ sec.orders }}.
 {% if has_neural %}"Budget / actual": each neural model's training budget, and what the model cost in this run (training and evaluation, wall clock), with the overrun of a time budget in %.
 {% endif %}
 {% if neural_none %}Neural models were not run (`--neural none`).
@@ -35,146 +38,9 @@ Not estimated:
 {% endif %}
 
 
-## 1. The V^n wall
+"""
 
-| n | possible V^n | distinct in train | share of V^n | test n-grams unseen in train | MLE zero-probability test tokens | MLE test perplexity | MLE ppl over the other tokens |
-|---:|---:|---:|---:|---:|---:|---:|---:|
-{% for w in vwall %}
-| {{ w.order }} | {{ w.possible }} | {{ w.distinct }} | {{ w.coverage }} | {{ w.unseen }} ({{ w.unseen_n }} of {{ w.tokens }}) | {{ w.zeros }} | {{ w.mle_ppl }} | {{ w.mle_nonzero }} |
-{% endfor %}
-
-V counts the predicted types ({{ units.types }}, `<unk>`, `</s>`). Distinct n-grams are counted as KenLM counts them, with each sentence padded by `<s>`, so at n = 1 the count can exceed V by one (`<s>` itself). The n-gram of a test token is the one ending at it, shortened at sentence starts (what an order-n model conditions on). Under maximum likelihood every unseen one has probability 0, so one such token makes the perplexity of the whole test text **infinite**; the last column leaves those tokens out and is not a perplexity of the text.
-{% if plots.vwall %}
-
-![{{ plots.vwall.title }}]({{ plots.vwall.file }})
-{% endif %}
-
-## 2. Perplexity against order (test)
-
-| smoother |{% for o in orders %} n={{ o }} |{% endfor %}
-
-|---|{% for o in orders %}---:|{% endfor %}
-
-{% for g in grid %}
-| {{ g.label }} |{% for c in g.cells %} {{ c.text }} |{% endfor %}
-
-{% endfor %}
-{% if plots.perplexity_by_order %}
-
-![{{ plots.perplexity_by_order.title }}]({{ plots.perplexity_by_order.file }})
-{% endif %}
-{% if plots.count_spectrum %}
-
-![{{ plots.count_spectrum.title }}]({{ plots.count_spectrum.file }})
-{% endif %}
-
-## 3. Learning curves (test perplexity against training-set size)
-{% if curves %}
-
-| model |{% for f in curve_fractions %} {{ f }} |{% endfor %}
-
-|---|{% for f in curve_fractions %}---:|{% endfor %}
-
-| training tokens |{% for t in curve_tokens %} {{ t }} |{% endfor %}
-
-{% for c in curves %}
-| {{ c.label }} |{% for x in c.cells %} {{ x }} |{% endfor %}
-
-{% endfor %}
-
-Training sets are prefixes of the training text (whole sentences), encoded with the full run's vocabulary. Every neural point trains under the same small budget: once a prefix is larger than what the model can read in that budget, more data cannot help, and the neural curve flattens (or turns up) where a count model's keeps falling.
-{% if plots.learning_curves %}
-
-![{{ plots.learning_curves.title }}]({{ plots.learning_curves.file }})
-{% endif %}
-{% else %}
-
-No learning curves in this run.
-{% endif %}
-
-## 4. Interpolation: p = λ p_ngram + (1 − λ) p_neural
-{% if interp %}
-
-| n-gram | neural | λ (tuned on valid) | valid ppl: n-gram / neural / mixed | test ppl: n-gram / neural / mixed |
-|---|---|---:|---:|---:|
-{% for i in interp %}
-| {{ i.ng }} | {{ i.nn }} | {{ i.lam }} | {{ i.ng_valid }} / {{ i.nn_valid }} / **{{ i.valid }}** | {{ i.ng_test }} / {{ i.nn_test }} / **{{ i.test }}** |
-{% endfor %}
-{% if plots.interpolation %}
-
-![{{ plots.interpolation.title }}]({{ plots.interpolation.file }})
-{% endif %}
-{% else %}
-
-No interpolation: it needs a neural model and an n-gram model without zero probabilities.
-{% endif %}
-
-## 5. Per-token surprisal on a test passage
-{% if passage %}
-
-Passage: {{ passage.rule }} (test sentences {{ passage.sentences[0] + 1 }}–{{ passage.sentences[1] }}). Bits = −log2 p of each token; report.html colours them.
-
-| token |{% for t in passage.totals %} {{ t.label }} |{% endfor %}
-
-|---|{% for t in passage.totals %}---:|{% endfor %}
-
-{% for tok in passage.tokens %}
-| `{{ tok.text }}` |{% for c in tok.cells %} {{ c.bits }} |{% endfor %}
-
-{% endfor %}
-| **total bits** |{% for t in passage.totals %} **{{ t.total_text }}** |{% endfor %}
-
-{% endif %}
-
-## 6. Transformer attention
-{% if attention %}
-
-{{ attention.label }}: {{ attention.n_layers }} layer(s) × {{ attention.n_heads }} heads on the passage above. The static figure shows the last layer's mean over heads; report.html has the interactive view (hover a token, change the softmax temperature).
-{% if plots.attention %}
-
-![{{ plots.attention.title }}]({{ plots.attention.file }})
-{% endif %}
-{% else %}
-
-No Transformer in this run.
-{% endif %}
-
-## 7. n → ∞: the ∞-gram
-{% if infini %}
-
-The ∞-gram (Liu et al., 2024) drops the fixed n: at every test token it uses the longest history that occurs in the training text ({{ infini.tokens }} tokens indexed in a suffix array, {{ infini.bytes }} bytes a token). Mean effective n on test: **{{ infini.mean_n }}** (longest: {{ infini.max_n }}). Alone it gives zero probability to {{ infini.zero }} of test tokens (the history was seen, never followed by the word), so it is mixed: one weight where its estimate is sparse (one continuation seen: {{ infini.sparse }} of tokens, right {{ infini.sparse_correct }} of the time), one elsewhere, tuned on valid.
-
-| mixture | λ sparse / dense | valid ppl: partner / mixed | test ppl: partner / mixed |
-|---|---:|---:|---:|
-{% for r in infini.rows %}
-| {{ r.label }} | {{ r.lam_s }} / {{ r.lam_d }} | {{ r.partner_valid }} / **{{ r.valid }}** | {{ r.partner_test }} / **{{ r.test }}** |
-{% endfor %}
-
-Bits per test token by effective n (gain > 0: the ∞-gram helps its partner there):
-
-| effective n | partner | tokens | share | bits: partner | bits: with ∞-gram | gain |
-|---|---|---:|---:|---:|---:|---:|
-{% for r in infini.by_n %}
-| {{ r.n }} | {{ r.label }} | {{ r.tokens }} | {{ r.share }} | {{ r.partner }} | {{ r.mixture }} | {{ r.gain }} |
-{% endfor %}
-
-The ∞-gram's own next-token accuracy (is the word the most frequent continuation of h'?) by effective n:
-
-| effective n | test tokens | sampled | accuracy |
-|---|---:|---:|---:|
-{% for r in infini.accuracy %}
-| {{ r.n }} | {{ r.positions }} | {{ r.sampled }} | {{ r.accuracy }} |
-{% endfor %}
-{% if plots.effective_n %}
-
-![{{ plots.effective_n.title }}]({{ plots.effective_n.file }})
-{% endif %}
-{% else %}
-
-No ∞-gram: it needs the compiled extension (see `docs/kenlm.md`) and a model to mix it with.
-{% endif %}
-
-## Normalising across tokenizations
+MD_TAIL = r"""## Normalising across tokenizations
 
 With log2P the total log2 probability a model gives the test text's N predicted tokens: bits per token = −log2P / N (perplexity = 2^bits per token), bits per character = −log2P / C and bits per word = −log2P / W, where C counts the characters of the detokenized test text with one newline per sentence (the character a sentence end stands for) and W its whitespace-separated words. Here C = {{ "{:,}".format(sizes.test.chars) }} and W = {{ "{:,}".format(sizes.test.words) }} for N = {{ "{:,}".format(sizes.test.tokens) }}. All models above share one tokenization, so the three columns rank them identically; bits per character or per word compare models that cut the same text differently.
 
@@ -187,7 +53,7 @@ With log2P the total log2 probability a model gives the test text's N predicted 
 ```
 """
 
-HTML_TEMPLATE = r"""<!DOCTYPE html>
+HTML_HEAD = r"""<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -236,99 +102,12 @@ Run {{ r.created }}, status <b>{{ status }}</b>, {{ timing.total }} in all ({{ t
 <tr class="{{ m.family }}"><td>{{ m.label }}</td><td class="num">{{ m.valid }}</td><td class="num">{{ m.test }}</td><td class="num">{{ m.bpt }}</td><td class="num">{{ m.floor }}</td><td class="num">{{ m.bpc }}</td><td class="num">{{ m.bpw }}</td><td class="num">{{ m.size }} <span class="note">{{ m.size_unit }}</span></td><td class="num">{{ m.train }}</td><td>{{ m.cached }}</td><td class="num budget" title="{{ m.budget }}">{% for part in m.budget.split(" / ") %}{% if not loop.first %} {% endif %}<span class="nw">{{ part }}{% if not loop.last %} /{% endif %}</span>{% endfor %}</td><td class="note">{{ m.note }}</td></tr>
 {% endfor %}
 </table>
-<p class="note">N-gram models at their best order on validation (every order is in section 2). {% if has_neural %}“Budget / actual”: each neural model's training budget, and what the model cost in this run (training and evaluation, wall clock), with the overrun of a time budget in %. {% endif %}{% if neural_none %}Neural models were not run (<code>--neural none</code>).{% endif %}</p>
+<p class="note">N-gram models at their best order on validation (every order is in section {{ sec.orders }}). {% if has_neural %}“Budget / actual”: each neural model's training budget, and what the model cost in this run (training and evaluation, wall clock), with the overrun of a time budget in %. {% endif %}{% if neural_none %}Neural models were not run (<code>--neural none</code>).{% endif %}</p>
 {% if problems %}<p class="note">Not estimated:</p><ul class="note" id="problems">{% for p in problems %}<li><code>{{ p.id }}</code>: {{ p.error }}</li>{% endfor %}</ul>{% endif %}
 
-<h2 id="vwall">1. The V<sup>n</sup> wall</h2>
-<table id="vwall-table">
-<tr><th>n</th><th>possible V<sup>n</sup></th><th>distinct in train</th><th>share of V<sup>n</sup></th><th>test n-grams unseen in train</th><th>MLE zero-probability test tokens</th><th>MLE test perplexity</th><th>MLE ppl over the other tokens</th></tr>
-{% for w in vwall %}
-<tr><td class="num">{{ w.order }}</td><td class="num">{{ w.possible }}</td><td class="num">{{ w.distinct }}</td><td class="num">{{ w.coverage }}</td><td class="num">{{ w.unseen }} <span class="note">({{ w.unseen_n }} of {{ w.tokens }})</span></td><td class="num">{{ w.zeros }}</td><td class="num"><b>{{ w.mle_ppl }}</b></td><td class="num">{{ w.mle_nonzero }}</td></tr>
-{% endfor %}
-</table>
-<p class="note">V counts the predicted types ({{ units.types }}, &lt;unk&gt;, &lt;/s&gt;). Distinct n-grams are counted as KenLM counts them, with each sentence padded by &lt;s&gt;, so at n = 1 the count can exceed V by one (&lt;s&gt; itself). The n-gram of a test token is the one ending at it, shortened at sentence starts (what an order-n model conditions on). Under maximum likelihood every unseen one has probability 0, so a single such token makes the perplexity of the whole test text <b>infinite</b>; the last column leaves those tokens out and is not a perplexity of the text.</p>
-{% if plots.vwall %}<figure><img id="plot-vwall" alt="{{ plots.vwall.title }}" src="data:image/png;base64,{{ plots.vwall.b64 }}"></figure>{% endif %}
+"""
 
-<h2 id="orders">2. Perplexity against order (test)</h2>
-<table id="order-table">
-<tr><th>smoother</th>{% for o in orders %}<th>n={{ o }}</th>{% endfor %}</tr>
-{% for g in grid %}
-<tr><td>{{ g.label }}</td>{% for c in g.cells %}<td class="num" title="{{ c.title }}">{{ c.text }}</td>{% endfor %}</tr>
-{% endfor %}
-</table>
-{% if plots.perplexity_by_order %}<figure><img id="plot-perplexity_by_order" alt="{{ plots.perplexity_by_order.title }}" src="data:image/png;base64,{{ plots.perplexity_by_order.b64 }}"></figure>{% endif %}
-{% if plots.count_spectrum %}<figure><img id="plot-count_spectrum" alt="{{ plots.count_spectrum.title }}" src="data:image/png;base64,{{ plots.count_spectrum.b64 }}"></figure>{% endif %}
-
-<h2 id="curves">3. Learning curves</h2>
-{% if curves %}
-<table id="curve-table">
-<tr><th>model</th>{% for f in curve_fractions %}<th>{{ f }}</th>{% endfor %}</tr>
-<tr><td class="note">training tokens</td>{% for t in curve_tokens %}<td class="num note">{{ t }}</td>{% endfor %}</tr>
-{% for c in curves %}
-<tr class="{{ c.family }}"><td>{{ c.label }}</td>{% for x in c.cells %}<td class="num">{{ x }}</td>{% endfor %}</tr>
-{% endfor %}
-</table>
-<p class="note">Training sets are prefixes of the training text (whole sentences), encoded with the full run's vocabulary. Every neural point trains under the same small budget: once a prefix is larger than what the model can read in that budget, more data cannot help, and the neural curve flattens (or turns up) where a count model's keeps falling.</p>
-{% if plots.learning_curves %}<figure><img id="plot-learning_curves" alt="{{ plots.learning_curves.title }}" src="data:image/png;base64,{{ plots.learning_curves.b64 }}"></figure>{% endif %}
-{% else %}<p>No learning curves in this run.</p>{% endif %}
-
-<h2 id="interpolation">4. Interpolation: p = λ p<sub>ngram</sub> + (1 − λ) p<sub>neural</sub></h2>
-{% if interp %}
-<table id="interp-table">
-<tr><th>n-gram</th><th>neural</th><th>λ (tuned on valid)</th><th>valid ppl: n-gram / neural / mixed</th><th>test ppl: n-gram / neural / mixed</th></tr>
-{% for i in interp %}
-<tr><td>{{ i.ng }}</td><td>{{ i.nn }}</td><td class="num">{{ i.lam }}</td><td class="num">{{ i.ng_valid }} / {{ i.nn_valid }} / <b>{{ i.valid }}</b></td><td class="num">{{ i.ng_test }} / {{ i.nn_test }} / <b>{{ i.test }}</b></td></tr>
-{% endfor %}
-</table>
-{% if plots.interpolation %}<figure><img id="plot-interpolation" alt="{{ plots.interpolation.title }}" src="data:image/png;base64,{{ plots.interpolation.b64 }}"></figure>{% endif %}
-{% else %}<p>No interpolation: it needs a neural model and an n-gram model without zero probabilities.</p>{% endif %}
-
-<h2 id="per-token">5. Per-token surprisal on a test passage</h2>
-{% if passage %}
-<p class="note">Passage: {{ passage.rule }} (test sentences {{ passage.sentences[0] + 1 }}–{{ passage.sentences[1] }}). Each box is a token; under it, one cell per model, coloured by its surprisal −log<sub>2</sub> p in bits (hover for p).
-Rows, top to bottom: {% for t in passage.totals %}<b>{{ t.label }}</b> ({{ t.total_text }} bits in all){% if not loop.last %}, {% endif %}{% endfor %}.</p>
-<p class="legend">{% for b in [0, 2, 4, 6, 8, 10, 12, 14, 16] %}<span style="background: hsl(0, 85%, {{ 100 - (62 * b / 16)|round|int }}%)">{{ b }}</span>{% endfor %} bits</p>
-<div class="tokens" id="surprisal-view">
-<div class="tok rowlabels"><span class="w">model</span>{% for t in passage.totals %}<span class="b" title="{{ t.label }}">{{ t.short }}</span>{% endfor %}</div>
-{% for tok in passage.tokens %}
-<div class="tok"><span class="w">{{ tok.text }}</span>{% for c in tok.cells %}<span class="b" style="background: {{ c.colour }}" title="{{ c.title }}">{{ c.bits }}</span>{% endfor %}</div>
-{% endfor %}
-</div>
-{% else %}<p>No passage.</p>{% endif %}
-
-<h2 id="attention">6. Transformer attention</h2>
-{% if attention %}
-<p class="note">{{ attention.label }}, {{ attention.n_layers }} layer(s) × {{ attention.n_heads }} heads, reading the passage above after the start symbol &lt;s&gt;. Hover a token (or a heatmap row) to see where it attends; the slider divides the attention scores by a temperature before the softmax (re-normalised from the stored log-weights): below 1 sharpens, above 1 flattens.</p>
-<div class="att-controls">
-<label>layer <select id="att-layer"></select></label>
-<label>head <select id="att-head"></select></label>
-<label>softmax temperature <input type="range" id="att-temp" min="-2" max="2" step="0.05" value="0"> <span id="att-temp-val">1.00</span></label>
-</div>
-<div id="att-tokens"></div>
-<div id="att-info"></div>
-<svg id="att-heatmap" xmlns="http://www.w3.org/2000/svg"></svg>
-<script type="application/json" id="attention-data">{{ attention|tojson_safe }}</script>
-{% else %}<p>No Transformer in this run.</p>{% endif %}
-
-<h2 id="infini">7. n → ∞: the ∞-gram</h2>
-{% if infini %}
-<p>The ∞-gram (Liu et al., 2024) drops the fixed n: at every test token it uses the longest history that occurs in the training text ({{ infini.tokens }} tokens indexed in a suffix array, {{ infini.bytes }} bytes a token). Mean effective n on test: <b>{{ infini.mean_n }}</b> (longest: {{ infini.max_n }}). Alone it gives zero probability to {{ infini.zero }} of test tokens, so it is mixed: one weight where its estimate is sparse ({{ infini.sparse }} of tokens, right {{ infini.sparse_correct }} of the time), one elsewhere, tuned on valid.</p>
-<table id="infini-table">
-<tr><th>mixture</th><th>λ sparse / dense</th><th>valid ppl: partner / mixed</th><th>test ppl: partner / mixed</th></tr>
-{% for r in infini.rows %}<tr><td>{{ r.label }}</td><td class="num">{{ r.lam_s }} / {{ r.lam_d }}</td><td class="num">{{ r.partner_valid }} / <b>{{ r.valid }}</b></td><td class="num">{{ r.partner_test }} / <b>{{ r.test }}</b></td></tr>
-{% endfor %}</table>
-<table id="infini-by-n">
-<tr><th>effective n</th><th>partner</th><th>tokens</th><th>share</th><th>bits: partner</th><th>bits: with ∞-gram</th><th>gain</th></tr>
-{% for r in infini.by_n %}<tr><td>{{ r.n }}</td><td>{{ r.label }}</td><td class="num">{{ r.tokens }}</td><td class="num">{{ r.share }}</td><td class="num">{{ r.partner }}</td><td class="num">{{ r.mixture }}</td><td class="num">{{ r.gain }}</td></tr>
-{% endfor %}</table>
-<table id="infini-accuracy">
-<tr><th>effective n</th><th>test tokens</th><th>sampled</th><th>∞-gram next-token accuracy</th></tr>
-{% for r in infini.accuracy %}<tr><td>{{ r.n }}</td><td class="num">{{ r.positions }}</td><td class="num">{{ r.sampled }}</td><td class="num">{{ r.accuracy }}</td></tr>
-{% endfor %}</table>
-{% if plots.effective_n %}<figure><img id="plot-effective_n" alt="{{ plots.effective_n.title }}" src="data:image/png;base64,{{ plots.effective_n.b64 }}"></figure>{% endif %}
-{% else %}<p>No ∞-gram: it needs the compiled extension and a model to mix it with.</p>{% endif %}
-
-<h2 id="normalisation">Normalising across tokenizations</h2>
+HTML_TAIL = r"""<h2 id="normalisation">Normalising across tokenizations</h2>
 <p>With log<sub>2</sub>P the total log<sub>2</sub> probability a model gives the N predicted tokens of the test text: bits per token = −log<sub>2</sub>P / N (perplexity = 2<sup>bits per token</sup>), bits per character = −log<sub>2</sub>P / C, bits per word = −log<sub>2</sub>P / W, where C counts the characters of the detokenized test text with one newline per sentence (the character a sentence end stands for) and W its whitespace-separated words. Here C = {{ "{:,}".format(sizes.test.chars) }}, W = {{ "{:,}".format(sizes.test.words) }}, N = {{ "{:,}".format(sizes.test.tokens) }}. All models above share one tokenization, so the three columns rank them alike; bits per character or per word compare models that cut the same text differently.</p>
 
 <h2 id="settings">Settings</h2>
@@ -541,3 +320,14 @@ Rows, top to bottom: {% for t in passage.totals %}<b>{{ t.label }}</b> ({{ t.tot
 </body>
 </html>
 """
+
+
+def assemble(sections=SECTIONS) -> tuple:
+    """``(Markdown template, HTML template)``: head, each section numbered in order, tail."""
+    md = MD_HEAD + "".join(f"## {i}. {s.title}\n{s.md}" for i, s in enumerate(sections, start=1)) + MD_TAIL
+    html = HTML_HEAD + "".join(f'<h2 id="{s.anchor}">{i}. {s.html_title}</h2>\n{s.html}'
+                               for i, s in enumerate(sections, start=1)) + HTML_TAIL
+    return md, html
+
+
+MD_TEMPLATE, HTML_TEMPLATE = assemble()

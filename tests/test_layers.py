@@ -42,10 +42,10 @@ def _imports(path: Path) -> set:
 @pytest.mark.parametrize("package", sorted(ALLOWED))
 def test_a_package_imports_only_the_layers_below_it(package):
     bad = {}
-    for path in sorted((REPO / package).glob("*.py")):
+    for path in sorted((REPO / package).rglob("*.py")):  # subpackages too (reports/sections)
         wrong = _imports(path) - ALLOWED[package] - {package}
         if wrong:
-            bad[path.name] = sorted(wrong)
+            bad[str(path.relative_to(REPO / package))] = sorted(wrong)
     assert not bad, f"{package} imports {bad}; allowed: {sorted(ALLOWED[package]) or 'nothing'}"
 
 

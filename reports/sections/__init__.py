@@ -1,0 +1,56 @@
+"""The sections of the comparison report, in the order they are computed and shown (and numbered).
+
+A section is one object: what it computes in a run (``compute(run)``, writing its part of
+``results.json``; None where a model-family stage of the run already does), the template variables
+it adds (``context(results)``), its figures (``plots``: name -> (title, function of the results))
+and its Markdown and HTML fragments.  A new section is one module here plus one line in
+:data:`SECTIONS`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    anchor: str  # the HTML id of its heading
+    title: str  # Markdown heading (after the number)
+    html_title: str
+    md: str  # Jinja fragment after the heading
+    html: str
+    compute: Optional[Callable] = None  # compute(run): fills run.results[...]
+    context: Optional[Callable[[dict], dict]] = None  # context(results) -> template variables
+    plots: dict = field(default_factory=dict)  # name -> (title, fn(results) -> PNG bytes or None)
+
+
+from . import attention, curves, infini, interpolation, orders, per_token, vwall  # noqa: E402
+
+SECTIONS = (vwall.SECTION, orders.SECTION, curves.SECTION, interpolation.SECTION, per_token.SECTION,
+            attention.SECTION, infini.SECTION)
+
+
+def numbers() -> dict:
+    """Section name -> its number in the report."""
+    return {s.name: i for i, s in enumerate(SECTIONS, start=1)}
+
+
+# The functions below read SECTIONS when called, so a section registered later (a plug-in, a test)
+# is computed, numbered and rendered like the built-in ones.
+
+
+def plot_functions() -> dict:
+    return {name: fn for s in SECTIONS for name, (_, fn) in s.plots.items()}
+
+
+def plot_titles() -> dict:
+    return {name: title for s in SECTIONS for name, (title, _) in s.plots.items()}
+
+
+def context(results: dict) -> dict:
+    out = {"sec": numbers()}
+    for s in SECTIONS:
+        if s.context is not None:
+            out.update(s.context(results))
+    return out

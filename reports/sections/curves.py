@@ -1,0 +1,127 @@
+"""Section: learning curves -- test perplexity against the training-set size, for two count models
+and the best neural model (each point a model trained on a prefix of the training text)."""
+from __future__ import annotations
+
+from .. import plots
+from ..formatting import describe_budget, fmt_budget, fmt_ppl
+from . import Section
+
+
+def compute(run) -> None:
+    from ngramlm import NgramCounts
+
+    from ..data import prefix
+    from ..ngram_part import ngram_row, ngram_settings
+
+    s, d = run.settings, run.data
+    fractions = sorted(set(s.curve))
+    series = []
+    run.log(f"learning curves at {', '.join(f'{100 * f:g}%' for f in fractions)} of the training text")
+    subsets = {f: prefix(d["train"], f) for f in fractions}
+    top = max(s.curve_orders)
+    subset_counts = {1.0: run.counts}
+
+    def counts_of(f):  # counted once per prefix, on first use (cached models need none)
+        if f not in subset_counts:
+            subset_counts[f] = NgramCounts.from_encoded(subsets[f], order=top, vocab_size=len(d.vocab))
+        return subset_counts[f]
+
+    for order in s.curve_orders:
+        pts = []
+        for f in fractions:
+            sub = subsets[f]
+
+            def compute_row(key, f=f, sub=sub, order=order):
+                return ngram_row(s.curve_smoother, order, counts_of(f), d, fraction=f, train=sub)
+
+            pts.append(_point(run._cached_or("ngram", ngram_settings(s.curve_smoother, order, f), compute_row,
+                                             keep_arrays=False), f))
+        series.append({"id": f"{s.curve_smoother}-{order}", "label": pts[-1]["label"], "family": "ngram",
+                       "points": pts})
+    best = run.best("neural")
+    if best is not None:
+        from ..neural_part import LABELS, neural_row, neural_settings
+
+        pts = []
+        budget = s.curve_budget()
+        for f in fractions:
+            ns = neural_settings(best["model"], s.neural_size, budget, s.seed, len(d.vocab), fraction=f)
+            row = run._cached_or("neural", ns, lambda key, ns=ns, f=f: neural_row(
+                best["model"], ns, d, run.cache.checkpoint(key), train=subsets[f],
+                log=run.log if run.verbose else None, row_id=f"{best['model']}@{f:g}", warn=run.log),
+                keep_arrays=False)
+            pts.append(_point(row, f))
+        label = f"{LABELS[best['model']]} ({s.neural_size}), {describe_budget(budget)} per point"
+        series.append({"id": best["model"], "label": label, "family": "neural", "points": pts})
+    run.results["learning_curves"] = {"fractions": fractions, "series": series}
+
+
+def _point(row: dict, fraction: float) -> dict:
+    keep = ("id", "label", "train_tokens", "train_seconds", "size", "valid", "test", "error", "note", "cached",
+            "key", "stopped", "epochs", "budget", "budget_seconds", "wall_seconds")
+    return {"fraction": fraction, **{k: row.get(k) for k in keep}}
+
+
+def context(results: dict) -> dict:
+    lc = results.get("learning_curves") or {}
+    curves = []
+    for series in lc.get("series", []):
+        curves.append({"label": series["label"], "family": series.get("family", ""), "cells": [
+            ("–" if not p.get("test") else fmt_ppl(p["test"])) + ("" if not p.get("error") else " (n/a)")
+            for p in series["points"]]})
+        # A neural series: each point's budget and what it cost, when results.json records them.
+        if series.get("family") == "neural" and any(
+                k in p for p in series["points"] for k in ("budget", "wall_seconds")):
+            curves.append({"label": "budget / actual", "family": "budget",
+                           "cells": [fmt_budget(p) for p in series["points"]]})
+    curve_tokens = []
+    if lc.get("series"):
+        curve_tokens = [f"{p['train_tokens']:,}" for p in lc["series"][0]["points"]]
+    return {"curves": curves, "curve_fractions": [f"{100 * f:g}%" for f in lc.get("fractions", [])],
+            "curve_tokens": curve_tokens}
+
+
+TITLE = 'Learning curves (test perplexity against training-set size)'
+HTML_TITLE = 'Learning curves'
+
+MD = r"""{% if curves %}
+
+| model |{% for f in curve_fractions %} {{ f }} |{% endfor %}
+
+|---|{% for f in curve_fractions %}---:|{% endfor %}
+
+| training tokens |{% for t in curve_tokens %} {{ t }} |{% endfor %}
+
+{% for c in curves %}
+| {{ c.label }} |{% for x in c.cells %} {{ x }} |{% endfor %}
+
+{% endfor %}
+
+Training sets are prefixes of the training text (whole sentences), encoded with the full run's vocabulary. Every neural point trains under the same small budget: once a prefix is larger than what the model can read in that budget, more data cannot help, and the neural curve flattens (or turns up) where a count model's keeps falling.
+{% if plots.learning_curves %}
+
+![{{ plots.learning_curves.title }}]({{ plots.learning_curves.file }})
+{% endif %}
+{% else %}
+
+No learning curves in this run.
+{% endif %}
+
+"""
+
+HTML = r"""{% if curves %}
+<table id="curve-table">
+<tr><th>model</th>{% for f in curve_fractions %}<th>{{ f }}</th>{% endfor %}</tr>
+<tr><td class="note">training tokens</td>{% for t in curve_tokens %}<td class="num note">{{ t }}</td>{% endfor %}</tr>
+{% for c in curves %}
+<tr class="{{ c.family }}"><td>{{ c.label }}</td>{% for x in c.cells %}<td class="num">{{ x }}</td>{% endfor %}</tr>
+{% endfor %}
+</table>
+<p class="note">Training sets are prefixes of the training text (whole sentences), encoded with the full run's vocabulary. Every neural point trains under the same small budget: once a prefix is larger than what the model can read in that budget, more data cannot help, and the neural curve flattens (or turns up) where a count model's keeps falling.</p>
+{% if plots.learning_curves %}<figure><img id="plot-learning_curves" alt="{{ plots.learning_curves.title }}" src="data:image/png;base64,{{ plots.learning_curves.b64 }}"></figure>{% endif %}
+{% else %}<p>No learning curves in this run.</p>{% endif %}
+
+"""
+
+SECTION = Section(name="curves", anchor="curves", title=TITLE, html_title=HTML_TITLE, md=MD, html=HTML,
+                  compute=compute, context=context, plots={"learning_curves": ("Learning curves", plots.learning_curves)})

@@ -1,0 +1,119 @@
+"""Section: a test passage scored token by token -- the best n-gram, the best neural model, their
+mixture (and on the toy corpus the true language) -- in bits of surprisal."""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from .. import analysis
+from ..formatting import fmt_fixed
+from . import Section
+
+
+def compute(run) -> None:
+    from ..data import toy_token_log2probs
+
+    s, d = run.settings, run.data
+    ng, nn = run.best("ngram"), run.best("neural")
+    transformer = run.transformer()
+    limit = s.passage_tokens
+    if transformer is not None:  # the attention view shows the same passage: it must fit the context
+        limit = min(limit, transformer["settings"]["model_config"]["block_size"] - 1)
+    test = d["test"]
+    gain = None
+    if ng is not None and nn is not None:
+        gain = run.arrays[nn["id"]]["test"] - run.arrays[ng["id"]]["test"]
+    p = analysis.choose_passage(test.starts, limit, gain)
+    a, b = p["start"], p["end"]
+    labels = [d.vocab.itos_[int(i)] for i in test.ids[a:b]]
+    rows = []
+    for r in (ng, nn):
+        if r is not None:
+            rows.append({"id": r["id"], "label": r["label"], "family": r["family"],
+                         "bits": [round(float(-x), 4) for x in run.arrays[r["id"]]["test"][a:b]]})
+    for r in run.results.get("interpolation", []):
+        if nn is not None and r["components"][1] == nn["id"]:
+            rows.append({"id": r["id"], "label": r["label"], "family": "interpolated",
+                         "bits": [round(float(-x), 4) for x in run.arrays[r["id"]]["test"][a:b]]})
+    if d.toy_config is not None and b - a == int(test.starts[p["sentences"][1]] - test.starts[p["sentences"][0]]):
+        sents = d.dataset.corpus.splits["test"][p["sentences"][0]:p["sentences"][1]]
+        truth = [x for row in toy_token_log2probs(d.toy_config, sents) for x in row]
+        rows.append({"id": "truth", "label": "true language (floor)", "family": "truth",
+                     "bits": [round(-x, 4) if math.isfinite(x) else None for x in truth]})
+    run.results["passage"] = {"tokens": labels, "start_token": a, "sentences": p["sentences"],
+                              "rule": p["rule"], "rows": rows}
+
+
+def surprisal_colour(bits: Optional[float]) -> str:
+    """White (0 bits) to dark red (16 bits or more); grey where the surprisal is unknown."""
+    if bits is None:
+        return "#bbbbbb"
+    x = min(max(bits, 0.0), 16.0) / 16.0
+    return f"hsl(0, 85%, {round(100 - 62 * x)}%)"
+
+
+
+def _passage(p: Optional[dict]) -> Optional[dict]:
+    if not p:
+        return None
+    rows = p["rows"]
+    tokens = []
+    for i, tok in enumerate(p["tokens"]):
+        cells = []
+        for r in rows:
+            b = r["bits"][i] if i < len(r["bits"]) else None
+            cells.append({"bits": "–" if b is None else fmt_fixed(b, 1), "colour": surprisal_colour(b),
+                          "title": f"{r['label']}: " + ("?" if b is None else f"{fmt_fixed(b, 2)} bits, p = {2 ** -b:.3g}")})
+        tokens.append({"text": tok, "cells": cells})
+    short = {"ngram": "n-gram", "neural": "neural", "interpolated": "mixed", "truth": "truth"}
+    totals = [{"label": r["label"], "id": r["id"], "short": short.get(r["family"], r["family"]),
+               "total": sum(b for b in r["bits"] if b is not None),
+               "mean": sum(b for b in r["bits"] if b is not None) / max(1, len(r["bits"]))} for r in rows]
+    for t in totals:
+        t["total_text"] = fmt_fixed(t["total"], 1)
+    return {"tokens": tokens, "rows": rows, "totals": totals, "rule": p["rule"], "sentences": p["sentences"]}
+
+
+
+
+def context(results: dict) -> dict:
+    return {"passage": _passage(results.get("passage"))}
+
+
+TITLE = 'Per-token surprisal on a test passage'
+HTML_TITLE = 'Per-token surprisal on a test passage'
+
+MD = r"""{% if passage %}
+
+Passage: {{ passage.rule }} (test sentences {{ passage.sentences[0] + 1 }}–{{ passage.sentences[1] }}). Bits = −log2 p of each token; report.html colours them.
+
+| token |{% for t in passage.totals %} {{ t.label }} |{% endfor %}
+
+|---|{% for t in passage.totals %}---:|{% endfor %}
+
+{% for tok in passage.tokens %}
+| `{{ tok.text }}` |{% for c in tok.cells %} {{ c.bits }} |{% endfor %}
+
+{% endfor %}
+| **total bits** |{% for t in passage.totals %} **{{ t.total_text }}** |{% endfor %}
+
+{% endif %}
+
+"""
+
+HTML = r"""{% if passage %}
+<p class="note">Passage: {{ passage.rule }} (test sentences {{ passage.sentences[0] + 1 }}–{{ passage.sentences[1] }}). Each box is a token; under it, one cell per model, coloured by its surprisal −log<sub>2</sub> p in bits (hover for p).
+Rows, top to bottom: {% for t in passage.totals %}<b>{{ t.label }}</b> ({{ t.total_text }} bits in all){% if not loop.last %}, {% endif %}{% endfor %}.</p>
+<p class="legend">{% for b in [0, 2, 4, 6, 8, 10, 12, 14, 16] %}<span style="background: hsl(0, 85%, {{ 100 - (62 * b / 16)|round|int }}%)">{{ b }}</span>{% endfor %} bits</p>
+<div class="tokens" id="surprisal-view">
+<div class="tok rowlabels"><span class="w">model</span>{% for t in passage.totals %}<span class="b" title="{{ t.label }}">{{ t.short }}</span>{% endfor %}</div>
+{% for tok in passage.tokens %}
+<div class="tok"><span class="w">{{ tok.text }}</span>{% for c in tok.cells %}<span class="b" style="background: {{ c.colour }}" title="{{ c.title }}">{{ c.bits }}</span>{% endfor %}</div>
+{% endfor %}
+</div>
+{% else %}<p>No passage.</p>{% endif %}
+
+"""
+
+SECTION = Section(name="per_token", anchor="per-token", title=TITLE, html_title=HTML_TITLE, md=MD, html=HTML,
+                  compute=compute, context=context)

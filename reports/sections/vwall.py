@@ -1,0 +1,51 @@
+"""Section: the V^n wall -- possible, observed and unseen test n-grams per order, and what MLE does
+with them.  Computed by the run's counting stage (``results["vwall"]``)."""
+from __future__ import annotations
+
+from .. import plots
+from ..formatting import fmt_fixed, fmt_power, fmt_share
+from . import Section
+
+
+def context(results: dict) -> dict:
+    return {"vwall": [{
+        "order": r["order"], "possible": fmt_power(r["possible_log10"]), "distinct": f"{r['distinct_train']:,}",
+        "coverage": fmt_share(r["coverage_of_possible"]),
+        "unseen": f"{fmt_fixed(100 * r['test_unseen_share'], 1)}%", "unseen_n": f"{r['test_unseen']:,}",
+        "tokens": f"{r['test_tokens']:,}", "zeros": f"{r['mle_zero_probs']:,}",
+        "mle_ppl": "∞" if r["mle_ppl"] is None else fmt_fixed(r["mle_ppl"], 2),
+        "mle_nonzero": "–" if r["mle_ppl_nonzero_events"] is None else fmt_fixed(r["mle_ppl_nonzero_events"], 2),
+    } for r in results.get("vwall", [])]}
+
+
+TITLE = 'The V^n wall'
+HTML_TITLE = 'The V<sup>n</sup> wall'
+
+MD = r"""
+| n | possible V^n | distinct in train | share of V^n | test n-grams unseen in train | MLE zero-probability test tokens | MLE test perplexity | MLE ppl over the other tokens |
+|---:|---:|---:|---:|---:|---:|---:|---:|
+{% for w in vwall %}
+| {{ w.order }} | {{ w.possible }} | {{ w.distinct }} | {{ w.coverage }} | {{ w.unseen }} ({{ w.unseen_n }} of {{ w.tokens }}) | {{ w.zeros }} | {{ w.mle_ppl }} | {{ w.mle_nonzero }} |
+{% endfor %}
+
+V counts the predicted types ({{ units.types }}, `<unk>`, `</s>`). Distinct n-grams are counted as KenLM counts them, with each sentence padded by `<s>`, so at n = 1 the count can exceed V by one (`<s>` itself). The n-gram of a test token is the one ending at it, shortened at sentence starts (what an order-n model conditions on). Under maximum likelihood every unseen one has probability 0, so one such token makes the perplexity of the whole test text **infinite**; the last column leaves those tokens out and is not a perplexity of the text.
+{% if plots.vwall %}
+
+![{{ plots.vwall.title }}]({{ plots.vwall.file }})
+{% endif %}
+
+"""
+
+HTML = r"""<table id="vwall-table">
+<tr><th>n</th><th>possible V<sup>n</sup></th><th>distinct in train</th><th>share of V<sup>n</sup></th><th>test n-grams unseen in train</th><th>MLE zero-probability test tokens</th><th>MLE test perplexity</th><th>MLE ppl over the other tokens</th></tr>
+{% for w in vwall %}
+<tr><td class="num">{{ w.order }}</td><td class="num">{{ w.possible }}</td><td class="num">{{ w.distinct }}</td><td class="num">{{ w.coverage }}</td><td class="num">{{ w.unseen }} <span class="note">({{ w.unseen_n }} of {{ w.tokens }})</span></td><td class="num">{{ w.zeros }}</td><td class="num"><b>{{ w.mle_ppl }}</b></td><td class="num">{{ w.mle_nonzero }}</td></tr>
+{% endfor %}
+</table>
+<p class="note">V counts the predicted types ({{ units.types }}, &lt;unk&gt;, &lt;/s&gt;). Distinct n-grams are counted as KenLM counts them, with each sentence padded by &lt;s&gt;, so at n = 1 the count can exceed V by one (&lt;s&gt; itself). The n-gram of a test token is the one ending at it, shortened at sentence starts (what an order-n model conditions on). Under maximum likelihood every unseen one has probability 0, so a single such token makes the perplexity of the whole test text <b>infinite</b>; the last column leaves those tokens out and is not a perplexity of the text.</p>
+{% if plots.vwall %}<figure><img id="plot-vwall" alt="{{ plots.vwall.title }}" src="data:image/png;base64,{{ plots.vwall.b64 }}"></figure>{% endif %}
+
+"""
+
+SECTION = Section(name="vwall", anchor="vwall", title=TITLE, html_title=HTML_TITLE, md=MD, html=HTML, context=context,
+                  plots={"vwall": ("The V^n wall", plots.vwall)})
