@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Optional, Sequence
 
 import numpy as np
+
+LOG2_10 = math.log2(10.0)
 
 
 @dataclass
@@ -115,6 +117,17 @@ def oov_warning(vocab, d: dict):
             f"{meaning}. Check that the text, its tokenizer and its casing match the model's training text.")
 
 
+def add_bytes(d: dict, n_bytes: Optional[int]) -> dict:
+    """``d`` (a report dict) with the text's UTF-8 ``bytes`` and ``bits_per_byte``: the total bits of every
+    predicted token over the bytes of the text (infinite, reported as None, when an event has probability 0),
+    comparable across tokenizations of the same text."""
+    if n_bytes:
+        d["bytes"] = int(n_bytes)
+        bits = -d["log10_prob"] * LOG2_10 if not d.get("zero_probs") else None
+        d["bits_per_byte"] = None if bits is None else bits / n_bytes
+    return d
+
+
 def format_report(d: dict) -> str:
     """The human summary (rounded to sensible digits) of a report dict (``to_dict()`` plus
     ``model``, ``text`` and ``describe``: what the model is; ``warning`` when there is one).  The
@@ -130,6 +143,8 @@ def format_report(d: dict) -> str:
         f"Tokens predicted:\t{d['tokens']}  (words + sentence ends; <s> is never predicted)",
         f"Bits per token:\t{_num(d['bits_per_token'], 4)}",
     ]
+    if d.get("bytes"):
+        lines.append(f"Bits per byte:\t{_num(d['bits_per_byte'], 4)}  ({d['bytes']} UTF-8 bytes, one per sentence end)")
     if d.get("warning"):
         lines.append(f"Warning: {d['warning']}")
     return "\n".join(lines)

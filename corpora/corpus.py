@@ -56,6 +56,8 @@ class Corpus:
     # How the splits were made (see SPLIT_POLICIES); split_note says it in a sentence for a command's output.
     split_policy: str = "corpus"
     split_note: str = ""
+    # split -> UTF-8 bytes of its text (see text_bytes): what bits per byte divide by, whatever the tokenizer.
+    n_bytes: dict = field(default_factory=dict)
 
     def new_vocab(self, *, min_count: int = 1, max_size: Optional[int] = None) -> Vocab:
         """The (unfitted) vocabulary every command builds for this text: its tokenizer, and the
@@ -111,6 +113,13 @@ def read_lines(path: os.PathLike | str, *, line_filter: Optional[str] = None, ke
         if keep_empty_lines or line.strip():
             out.append(line)
     return out
+
+
+def text_bytes(lines: Sequence[str]) -> int:
+    """The bytes of a text for bits per byte: each line's UTF-8 bytes as the pipeline reads it (after a
+    corpus's line filter, without its line end), plus one byte per line -- the newline a sentence end
+    stands for.  Counted from the text, never from tokens, so every tokenization divides by the same."""
+    return sum(len(line.encode("utf-8")) for line in lines) + len(lines)
 
 
 def tokenize_lines(lines: Sequence[str], tokenizer: TokenizerSpec, *, sentence_mode: str = "lines") -> list:
@@ -185,7 +194,8 @@ def load_corpus(
         sents = {s: gen.splits[s] for s in splits}
         return Corpus(name=spec.name, tokenizer=tok_spec, splits=sents, unk_token=spec.unk_token,
                       paths={s: "generated" for s in splits}, truth={s: gen.truth[s] for s in splits if s in gen.truth},
-                      split_note=f"{spec.name}: generated train/valid/test")
+                      split_note=f"{spec.name}: generated train/valid/test",
+                      n_bytes={s: text_bytes([" ".join(x) for x in v]) for s, v in sents.items()})
     root = resolve_data_dir(data_dir) / spec.name
     keep_empty = spec.keep_empty_lines
 
@@ -220,7 +230,8 @@ def load_corpus(
     else:
         out = {s: tokenize_lines(raw[s], tok_spec, sentence_mode=mode) for s in splits}
     return Corpus(name=spec.name, tokenizer=tok_spec, splits=out, unk_token=spec.unk_token,
-                  paths={s: paths[s] for s in splits}, split_policy="corpus", split_note=note)
+                  paths={s: paths[s] for s in splits}, split_policy="corpus", split_note=note,
+                  n_bytes={s: text_bytes(raw[s]) for s in splits})
 
 
 def load_text_corpus(
@@ -273,7 +284,7 @@ def load_text_corpus(
     if sentence_mode == "text":
         out = {s: [[t for sent in v for t in sent]] for s, v in out.items()}
     return Corpus(name=name, tokenizer=spec, splits=out, unk_token=unk_token, paths=paths,
-                  split_policy=policy, split_note=note)
+                  split_policy=policy, split_note=note, n_bytes={s: text_bytes(v) for s, v in raw.items()})
 
 
 def _registry_names() -> set:

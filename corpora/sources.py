@@ -31,9 +31,10 @@ class TextSource:
     tokenizer: TokenizerSpec  # the spec the text was cut with
     description: str  # "ptb:test", "<stdin>" or the file's path, for messages and summaries
     corpus: Optional[str] = None  # the registered corpus name, when the source is one
+    n_bytes: Optional[int] = None  # UTF-8 bytes of the text (corpora.corpus.text_bytes), for bits per byte
 
 
-def _stdin_sentences(spec: TokenizerSpec) -> list:
+def _stdin_sentences(spec: TokenizerSpec, counted: Optional[dict] = None) -> list:
     from .textio import decode_text
     from .tokenize import make_tokenizer
 
@@ -44,6 +45,10 @@ def _stdin_sentences(spec: TokenizerSpec) -> list:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the final newline ends the last line; it does not start another
+    if counted is not None:
+        from .corpus import text_bytes
+
+        counted["bytes"] = text_bytes(lines)
     return [tok(line) for line in lines]  # a blank line is an empty sentence: one </s>, as KenLM scores it
 
 
@@ -85,8 +90,10 @@ def open_text(source: str, *, splits=("train",), data_dir: Optional[str] = None,
             raise InputError("standard input is one text; this command needs train, valid and test text",
                              path=STDIN_NAME, fix="give a file (its tail is held out) or --valid/--test files")
         spec = tokenizer or TokenizerSpec()
-        return Corpus(name=STDIN_NAME, tokenizer=spec, splits={splits[0]: _stdin_sentences(spec)},
-                      paths={splits[0]: STDIN_NAME}, split_policy="all", split_note=f"{STDIN_NAME}: every line")
+        counted: dict = {}
+        sents = _stdin_sentences(spec, counted)
+        return Corpus(name=STDIN_NAME, tokenizer=spec, splits={splits[0]: sents}, paths={splits[0]: STDIN_NAME},
+                      split_policy="all", split_note=f"{STDIN_NAME}: every line", n_bytes={splits[0]: counted["bytes"]})
     if kind == "missing":
         names = ", ".join(sorted(REGISTRY))
         if os.sep in str(source) or Path(source).suffix:  # meant as a file
@@ -108,7 +115,7 @@ def read_text_source(source: str, *, split: str = "test", data_dir: Optional[str
     kind = source_kind(source)
     description = {"stdin": STDIN_NAME, "corpus": f"{source}:{split}"}.get(kind, str(source))
     return TextSource(corpus.sentences(split), corpus.tokenizer, description,
-                      corpus=str(source) if kind == "corpus" else None)
+                      corpus=str(source) if kind == "corpus" else None, n_bytes=corpus.n_bytes.get(split))
 
 
 @dataclass

@@ -37,7 +37,7 @@ def _echo_err(msg: str) -> None:
 
 # ---------------------------------------------------------------------------- ppl
 def _score_sentences(checkpoint_path, text_path_or_corpus, split, data_dir, vocab, data_info):
-    """(sentences, description): a registered corpus's split, a whole text file, or -- when no text is
+    """(sentences, description, UTF-8 bytes): a registered corpus's split, a whole text file, or -- when no text is
     given -- the split of the corpus the checkpoint was trained on (a training *file*'s held-out tail)."""
     if text_path_or_corpus is None:
         name = data_info.get("corpus")
@@ -49,12 +49,12 @@ def _score_sentences(checkpoint_path, text_path_or_corpus, split, data_dir, voca
                              fix="pass a corpus name or a text file")
         corpus = load_corpus(name, data_dir=data_dir, tokenizer=vocab.tokenizer,
                              valid=data_info.get("valid"), test=data_info.get("test"))
-        return corpus.sentences(split), f"{name}:{split}"
+        return corpus.sentences(split), f"{name}:{split}", corpus.n_bytes.get(split)
     from corpora.sources import read_text_source
 
     src = read_text_source(str(text_path_or_corpus), split=split, data_dir=data_dir,
                            tokenizer=vocab.tokenizer)
-    return src.sentences, src.description
+    return src.sentences, src.description, src.n_bytes
 
 
 def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optional[str] = None, *,
@@ -68,7 +68,7 @@ def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optiona
     tokens predicted (words + sentence ends), total log-probability in nats, log10 and
     log2, perplexity and bits per token.
     """
-    from corpora.accounting import oov_flags, report_from_log10
+    from corpora.accounting import add_bytes, oov_flags, report_from_log10
 
     from .checkpoint import load_model
     from .evaluate import evaluate, token_log_probs
@@ -77,7 +77,8 @@ def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optiona
         _set_threads(threads)
     model, vocab, ckpt = load_model(checkpoint_path)
     data_info = (ckpt.get("train") or {}).get("data") or {}
-    sentences, described = _score_sentences(checkpoint_path, text_path_or_corpus, split, data_dir, vocab, data_info)
+    sentences, described, n_bytes = _score_sentences(checkpoint_path, text_path_or_corpus, split, data_dir, vocab,
+                                                     data_info)
     encoded = vocab.encode_sentences(sentences)
     oov = oov_flags(vocab, sentences)
     t0 = time.perf_counter()
@@ -91,6 +92,7 @@ def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optiona
                               np.zeros(result.n_predicted, dtype=bool), encoded.n_sentences).to_dict()
         d["oovs"] = int(oov.sum())
         d["ppl_excluding_oovs"] = None  # needs per-token scores: --batch-size 1
+    add_bytes(d, n_bytes)
     d.update({
         "model": str(checkpoint_path),
         "architecture": ckpt["model"]["name"],

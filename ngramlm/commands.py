@@ -357,9 +357,13 @@ def _prepare_text(model_path, text, split, data_dir, tokenizer, lower, normalize
     spec = _spec_from_options(tokenizer, lower, normalize, base=None)
     _check_tokenizer(lm, spec, model_path)
     spec = spec or lm.vocab_.tokenizer
-    sents, _, where = load_sentences(text, split=split, data_dir=data_dir, tokenizer_spec=spec)
-    enc, oov = lm.encode(sents)
-    return lm, sents, enc, oov, where
+    from corpora.sources import read_text_source
+
+    src = read_text_source(text, split=split, data_dir=data_dir, tokenizer=spec)
+    enc, oov = lm.encode(src.sentences)
+    return lm, src.sentences, enc, oov, src
+
+
 
 
 @click.command("ppl")
@@ -376,12 +380,14 @@ def ppl_cmd(model_path, text, split, data_dir, as_json, tokenizer, lower, normal
         summary = kind.ppl_summary(model_path, text, split, data_dir)
         click.echo(json.dumps(summary, indent=2) if as_json else format_report(summary))
         return
-    lm, sents, enc, oov, where = _prepare_text(model_path, text, split, data_dir, tokenizer, lower, normalize)
+    lm, sents, enc, oov, src = _prepare_text(model_path, text, split, data_dir, tokenizer, lower, normalize)
+    from corpora.accounting import add_bytes
+
     from .arpa import UNRECORDED
 
     r = lm.perplexity_report(enc, oov=oov)
-    d = r.to_dict()
-    d.update({"model": str(model_path), "text": where, "order": lm.order_, "smoothing": lm.smoother_name_,
+    d = add_bytes(r.to_dict(), src.n_bytes)
+    d.update({"model": str(model_path), "text": src.description, "order": lm.order_, "smoothing": lm.smoother_name_,
               "describe": f"{lm.order_}-gram {lm.smoother_name_}" if lm.smoother_name_ != UNRECORDED else
               f"{lm.order_}-gram, smoothing not recorded in the file"})
     from corpora.accounting import oov_warning

@@ -34,11 +34,18 @@ def normalise(log2prob: Optional[float], sizes: dict) -> dict:
     ``sizes``: ``{"tokens": N, "chars": C, "words": W}``.  ``log2prob=None`` (a model
     giving some event probability 0) gives infinite rates, reported as ``None``.
 
-    >>> r = normalise(-200.0, {"tokens": 100, "chars": 400, "words": 80})
-    >>> r["bits_per_token"], r["bits_per_char"], r["bits_per_word"], r["word_ppl"]
-    (2.0, 0.5, 2.5, 5.656854249492381)
+    >>> r = normalise(-200.0, {"tokens": 100, "chars": 400, "words": 80, "bytes": 500})
+    >>> r["bits_per_token"], r["bits_per_char"], r["bits_per_word"], r["word_ppl"], r["bits_per_byte"]
+    (2.0, 0.5, 2.5, 5.656854249492381, 0.4)
+
+    A text without spaces (Chinese) is one "word" a line: its word perplexity would overflow a float
+    and means nothing, so it is None (bits per word stay, as a number).
+
+    >>> normalise(-200000.0, {"tokens": 100, "chars": 400, "words": 10})["word_ppl"] is None
+    True
     """
-    out = {"bits_per_token": None, "bits_per_char": None, "bits_per_word": None, "word_ppl": None}
+    out = {"bits_per_token": None, "bits_per_char": None, "bits_per_word": None, "word_ppl": None,
+           "bits_per_byte": None}
     if log2prob is None:
         return out
     bits = -float(log2prob)
@@ -48,7 +55,10 @@ def normalise(log2prob: Optional[float], sizes: dict) -> dict:
         out["bits_per_char"] = bits / sizes["chars"]
     if sizes.get("words"):
         out["bits_per_word"] = bits / sizes["words"]
-        out["word_ppl"] = 2.0 ** out["bits_per_word"]
+        # 2 ** 1024 overflows a float: a "word" of a whole line (a text without spaces) has no perplexity.
+        out["word_ppl"] = 2.0 ** out["bits_per_word"] if out["bits_per_word"] < 1000 else None
+    if sizes.get("bytes"):
+        out["bits_per_byte"] = bits / sizes["bytes"]
     return out
 
 

@@ -69,7 +69,7 @@ def load_data(settings: CompareSettings, data_dir: Optional[str] = None) -> Comp
                              fix="compare on a corpus with train, valid and test splits")
     ds = prepare(corpus)
     spec = corpus.tokenizer or TokenizerSpec()
-    sizes = {s: text_sizes(corpus.splits[s], ds.encoded[s], spec) for s in SPLITS}
+    sizes = {s: dict(text_sizes(corpus.splits[s], ds.encoded[s], spec), bytes=corpus.n_bytes.get(s)) for s in SPLITS}
     if settings.corpus == "toy" and toy_config is None:
         from corpora.toy import ToyConfig
 

@@ -39,6 +39,7 @@ def _row(r: dict) -> dict:
         "id": r["id"], "label": r["label"], "family": r["family"],
         "valid": fmt_ppl(r.get("valid")), "test": test,
         "bpt": fmt_num(norm.get("bits_per_token")), "bpc": fmt_num(norm.get("bits_per_char")),
+        "bpb": fmt_num(norm.get("bits_per_byte")),
         "bpw": fmt_num(norm.get("bits_per_word")),
         "floor": "–" if not floor else (f"{fmt_fixed(floor['extra_bits_per_token'], 3, sign=True)} bits "
                                         f"(×{fmt_fixed(floor['ppl_ratio'], 2)})"),

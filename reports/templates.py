@@ -17,10 +17,10 @@ The toy corpus comes from a known probabilistic automaton: the **true perplexity
 
 ## Results
 
-| model | valid ppl | test ppl | test bits/token | above the floor | bits/char | bits/word | size | training | | budget / actual | notes |
-|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|
+| model | valid ppl | test ppl | test bits/token | above the floor | bits/byte | bits/char | bits/word | size | training | | budget / actual | notes |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|
 {% for m in summary %}
-| {{ m.label }} | {{ m.valid }} | {{ m.test }} | {{ m.bpt }} | {{ m.floor }} | {{ m.bpc }} | {{ m.bpw }} | {{ m.size }} {{ m.size_unit }} | {{ m.train }} | {{ m.cached }} | {{ m.budget }} | {{ m.note }} |
+| {{ m.label }} | {{ m.valid }} | {{ m.test }} | {{ m.bpt }} | {{ m.floor }} | {{ m.bpb }} | {{ m.bpc }} | {{ m.bpw }} | {{ m.size }} {{ m.size_unit }} | {{ m.train }} | {{ m.cached }} | {{ m.budget }} | {{ m.note }} |
 {% endfor %}
 
 N-gram models are shown at their best order on validation; every order is in section {{ sec.orders }}.
@@ -42,7 +42,7 @@ Not estimated:
 
 MD_TAIL = r"""## Normalising across tokenizations
 
-With log2P the total log2 probability a model gives the test text's N predicted tokens: bits per token = −log2P / N (perplexity = 2^bits per token), bits per character = −log2P / C and bits per word = −log2P / W, where C counts the characters of the detokenized test text with one newline per sentence (the character a sentence end stands for) and W its whitespace-separated words. Here C = {{ "{:,}".format(sizes.test.chars) }} and W = {{ "{:,}".format(sizes.test.words) }} for N = {{ "{:,}".format(sizes.test.tokens) }}. All models above share one tokenization, so the three columns rank them identically; bits per character or per word compare models that cut the same text differently.
+With log2P the total log2 probability a model gives the test text's N predicted tokens: bits per token = −log2P / N (perplexity = 2^bits per token), bits per byte = −log2P / B, bits per character = −log2P / C and bits per word = −log2P / W, where B counts the UTF-8 bytes of the test text as read (one byte, the newline, per sentence end; the same whatever the tokenizer), where C counts the characters of the detokenized test text with one newline per sentence (the character a sentence end stands for) and W its whitespace-separated words. Here B = {{ "{:,}".format(sizes.test.bytes or 0) }}, C = {{ "{:,}".format(sizes.test.chars) }} and W = {{ "{:,}".format(sizes.test.words) }} for N = {{ "{:,}".format(sizes.test.tokens) }}. All models above share one tokenization, so the three columns rank them identically; bits per character or per word compare models that cut the same text differently.
 
 ## Settings
 
@@ -97,9 +97,9 @@ Run {{ r.created }}, status <b>{{ status }}</b>, {{ timing.total }} in all ({{ t
 
 <h2 id="results">Results</h2>
 <table id="results-table">
-<tr><th>model</th><th>valid ppl</th><th>test ppl</th><th>test bits/token</th><th>above the floor</th><th>bits/char</th><th>bits/word</th><th>size</th><th>training</th><th></th><th title="the training budget, and what the model cost in this run: training and evaluation, wall clock">budget / actual</th><th>notes</th></tr>
+<tr><th>model</th><th>valid ppl</th><th>test ppl</th><th>test bits/token</th><th>above the floor</th><th title="bits per UTF-8 byte of the test text: comparable across tokenizations">bits/byte</th><th>bits/char</th><th>bits/word</th><th>size</th><th>training</th><th></th><th title="the training budget, and what the model cost in this run: training and evaluation, wall clock">budget / actual</th><th>notes</th></tr>
 {% for m in summary %}
-<tr class="{{ m.family }}"><td>{{ m.label }}</td><td class="num">{{ m.valid }}</td><td class="num">{{ m.test }}</td><td class="num">{{ m.bpt }}</td><td class="num">{{ m.floor }}</td><td class="num">{{ m.bpc }}</td><td class="num">{{ m.bpw }}</td><td class="num">{{ m.size }} <span class="note">{{ m.size_unit }}</span></td><td class="num">{{ m.train }}</td><td>{{ m.cached }}</td><td class="num budget" title="{{ m.budget }}">{% for part in m.budget.split(" / ") %}{% if not loop.first %} {% endif %}<span class="nw">{{ part }}{% if not loop.last %} /{% endif %}</span>{% endfor %}</td><td class="note">{{ m.note }}</td></tr>
+<tr class="{{ m.family }}"><td>{{ m.label }}</td><td class="num">{{ m.valid }}</td><td class="num">{{ m.test }}</td><td class="num">{{ m.bpt }}</td><td class="num">{{ m.floor }}</td><td class="num">{{ m.bpb }}</td><td class="num">{{ m.bpc }}</td><td class="num">{{ m.bpw }}</td><td class="num">{{ m.size }} <span class="note">{{ m.size_unit }}</span></td><td class="num">{{ m.train }}</td><td>{{ m.cached }}</td><td class="num budget" title="{{ m.budget }}">{% for part in m.budget.split(" / ") %}{% if not loop.first %} {% endif %}<span class="nw">{{ part }}{% if not loop.last %} /{% endif %}</span>{% endfor %}</td><td class="note">{{ m.note }}</td></tr>
 {% endfor %}
 </table>
 <p class="note">N-gram models at their best order on validation (every order is in section {{ sec.orders }}). {% if has_neural %}“Budget / actual”: each neural model's training budget, and what the model cost in this run (training and evaluation, wall clock), with the overrun of a time budget in %. {% endif %}{% if neural_none %}Neural models were not run (<code>--neural none</code>).{% endif %}</p>
@@ -108,7 +108,7 @@ Run {{ r.created }}, status <b>{{ status }}</b>, {{ timing.total }} in all ({{ t
 """
 
 HTML_TAIL = r"""<h2 id="normalisation">Normalising across tokenizations</h2>
-<p>With log<sub>2</sub>P the total log<sub>2</sub> probability a model gives the N predicted tokens of the test text: bits per token = −log<sub>2</sub>P / N (perplexity = 2<sup>bits per token</sup>), bits per character = −log<sub>2</sub>P / C, bits per word = −log<sub>2</sub>P / W, where C counts the characters of the detokenized test text with one newline per sentence (the character a sentence end stands for) and W its whitespace-separated words. Here C = {{ "{:,}".format(sizes.test.chars) }}, W = {{ "{:,}".format(sizes.test.words) }}, N = {{ "{:,}".format(sizes.test.tokens) }}. All models above share one tokenization, so the three columns rank them alike; bits per character or per word compare models that cut the same text differently.</p>
+<p>With log<sub>2</sub>P the total log<sub>2</sub> probability a model gives the N predicted tokens of the test text: bits per token = −log<sub>2</sub>P / N (perplexity = 2<sup>bits per token</sup>), bits per byte = −log<sub>2</sub>P / B (B: the UTF-8 bytes of the test text as read, one byte, the newline, per sentence end; the same whatever the tokenizer), bits per character = −log<sub>2</sub>P / C, bits per word = −log<sub>2</sub>P / W, where C counts the characters of the detokenized test text with one newline per sentence (the character a sentence end stands for) and W its whitespace-separated words. Here B = {{ "{:,}".format(sizes.test.bytes or 0) }}, C = {{ "{:,}".format(sizes.test.chars) }}, W = {{ "{:,}".format(sizes.test.words) }}, N = {{ "{:,}".format(sizes.test.tokens) }}. All models above share one tokenization, so the three columns rank them alike; bits per character or per word compare models that cut the same text differently.</p>
 
 <h2 id="settings">Settings</h2>
 <table id="settings-table">

@@ -84,7 +84,8 @@ def test_the_same_file_gives_the_same_counts_in_every_command(run_cli, files, tm
     assert code == 0, err
     corpus = json.loads((tmp_path / "cmp" / "results.json").read_text())["corpus"]
     assert corpus["sizes"]["train"] == {"sentences": N_LINES, "tokens": tokens, "words": files["words"],
-                                        "chars": corpus["sizes"]["train"]["chars"]}
+                                        "chars": corpus["sizes"]["train"]["chars"],
+                                        "bytes": len(files["f"].read_bytes())}
     assert corpus["n_types"] == info["n_types"] == vocab.n_types and corpus["split_policy"] == "files"
     assert corpus["sizes"]["test"]["tokens"] == 14 + 4
 
