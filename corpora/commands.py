@@ -410,28 +410,57 @@ def _iter_stdin_lines(stream) -> Iterable[str]:
 
 @click.command("tokenize")
 @click.argument("files", nargs=-1, metavar="[FILES]...")
-@tokenizer_options(kind_help="Tokenizer (default: whitespace).")
-def tokenize_cmd(files: tuple, tokenizer: Optional[str], lower: Optional[bool], normalize: Optional[str]) -> None:
-    """Tokenize text from stdin (or FILES, plain or .gz): one line of space-separated tokens per input line."""
-    from .textio import iter_lines
-    from .tokenize import make_tokenizer
+@tokenizer_options(kind_help="Tokenizer (default: whitespace; bpe:N / unigram:N learn from --vocab's training text, "
+                             "else from the input itself).")
+@click.option("--vocab", "vocab_path", default=None, metavar="VOCAB.json",
+              help="Tokenize as this vocabulary was built: its tokenizer, learned pieces included.")
+def tokenize_cmd(files: tuple, tokenizer: Optional[str], lower: Optional[bool], normalize: Optional[str],
+                 vocab_path: Optional[str]) -> None:
+    """Tokenize text from stdin (or FILES, plain or .gz): one line of space-separated tokens per input line.
 
-    spec = tokenizer_spec(tokenizer, lower, normalize, TokenizerSpec()) or TokenizerSpec()
+    A learned tokenizer shows its pieces: `--vocab vocab.json` uses the one a vocabulary carries; `--tokenizer bpe:N` alone learns N pieces from the input first (said on stderr).
+    """
+    from .textio import iter_lines
+    from .tokenize import fit_tokenizer, make_tokenizer
+
+    if vocab_path is not None:
+        if tokenizer is not None or lower is not None or normalize is not None:
+            raise InputError("--vocab fixes the tokenizer; the tokenizer options cannot be combined with it",
+                             path=vocab_path, fix="drop --tokenizer/--lower/--normalize, or drop --vocab")
+        spec = _vocab_or_model_tokenizer(vocab_path)
+    else:
+        spec = tokenizer_spec(tokenizer, lower, normalize, TokenizerSpec()) or TokenizerSpec()
+    sources = list(files) or ["-"]
+
+    def lines_of(src):
+        return _iter_stdin_lines(sys.stdin.buffer) if src == "-" else (line for _, line in iter_lines(src))
+
+    held = None
+    if not spec.fitted:  # learn the pieces from the input (stdin is read once, so it is held)
+        held = {src: list(lines_of(src)) for src in sources}
+        spec = fit_tokenizer(spec, (line for lines in held.values() for line in lines))
+        click.echo(f"learned {spec.describe()} from the input ({sum(map(len, held.values())):,} lines); "
+                   f"`ngramlm vocab build TEXT --tokenizer {spec.describe()}` keeps pieces for reuse", err=True)
     tok = make_tokenizer(spec)
     sys.stdout.flush()
     out = sys.stdout.buffer
-    sources = list(files) or ["-"]
     for src in sources:
-        if src == "-":
-            lines = _iter_stdin_lines(sys.stdin.buffer)
-        else:
-            lines = (line for _, line in iter_lines(src))
+        lines = held[src] if held is not None else lines_of(src)
         buf = []
         for line in lines:
-            buf.append(" ".join(tok(line)))
+            buf.append(line)
             if len(buf) >= 4096:
-                out.write(("\n".join(buf) + "\n").encode("utf-8"))
+                out.write(("\n".join(" ".join(t) for t in tok.encode_lines(buf)) + "\n").encode("utf-8"))
                 buf.clear()
         if buf:
-            out.write(("\n".join(buf) + "\n").encode("utf-8"))
-    out.flush()
+            out.write(("\n".join(" ".join(t) for t in tok.encode_lines(buf)) + "\n").encode("utf-8"))
+
+
+def _vocab_or_model_tokenizer(path: str) -> TokenizerSpec:
+    """The tokenizer a vocabulary JSON records."""
+    from .vocab import Vocab
+
+    vocab = Vocab.load(path)
+    if vocab.tokenizer is None:
+        raise InputError("this vocabulary records no tokenizer", path=path, fix="rebuild it with `ngramlm vocab build`")
+    return vocab.tokenizer

@@ -127,7 +127,7 @@ def tokenize_lines(lines: Sequence[str], tokenizer: TokenizerSpec, *, sentence_m
     if sentence_mode == "text":
         joined = tok("\n".join(lines)) if tokenizer.kind != "char" else tok(" ".join(lines))
         return [joined] if joined else []
-    return [tok(line) for line in lines]
+    return tok.encode_lines(lines)
 
 
 def fitted_tokenizer(spec: TokenizerSpec, train_lines: Sequence[str]) -> TokenizerSpec:

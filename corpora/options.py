@@ -13,7 +13,8 @@ from typing import Optional
 import click
 
 from .datadir import ENV_VAR
-from .tokenize import KINDS, TokenizerSpec
+from .errors import InputError
+from .tokenize import TOKENIZERS, TokenizerSpec, parse_tokenizer, spec_from_text
 
 NORMALIZE_CHOICES = ("NFC", "NFKC", "NFD", "NFKD")
 
@@ -26,6 +27,27 @@ def data_dir_option(f):
     )(f)
 
 
+class TokenizerType(click.ParamType):
+    """``--tokenizer KIND[:SIZE]``: a registered kind, a learned one with its size (``bpe:8000``)."""
+
+    name = "tokenizer"
+
+    def get_metavar(self, param, ctx=None) -> str:
+        return "[" + "|".join(k + (":N" if TOKENIZERS[k].learns else "") for k in TOKENIZERS) + "]"
+
+    def convert(self, value, param, ctx):
+        if value is None or isinstance(value, TokenizerSpec):
+            return value
+        try:
+            kind, size = parse_tokenizer(value)
+        except InputError as exc:
+            self.fail(f"{exc.message} ({exc.fix})", param, ctx)
+        return kind if size is None else f"{kind}:{size}"
+
+
+TOKENIZER = TokenizerType()
+
+
 def tokenizer_options(f=None, *, kind_help: str = "How to cut text into tokens (default: the corpus's own; "
                                                   "whitespace for files and stdin)."):
     """``--tokenizer KIND``, ``--lower/--no-lower``, ``--normalize FORM`` (all default None: "not given")."""
@@ -33,7 +55,7 @@ def tokenizer_options(f=None, *, kind_help: str = "How to cut text into tokens (
         f = click.option("--normalize", type=click.Choice(NORMALIZE_CHOICES), default=None,
                          help="Unicode normalisation applied before tokenizing.")(f)
         f = click.option("--lower/--no-lower", default=None, help="Lower-case before tokenizing.")(f)
-        f = click.option("--tokenizer", type=click.Choice(KINDS), default=None, help=kind_help)(f)
+        f = click.option("--tokenizer", type=TOKENIZER, default=None, help=kind_help)(f)
         return f
 
     return decorate(f) if f is not None else decorate
@@ -46,9 +68,9 @@ def tokenizer_spec(kind: Optional[str], lower: Optional[bool], normalize: Option
     if kind is None and lower is None and normalize is None:
         return None
     spec = base or TokenizerSpec()
-    changes = {}
     if kind is not None:
-        changes["kind"] = kind
+        spec = spec_from_text(kind, spec)  # "bpe:8000": the kind and its size; a learned state is refitted
+    changes = {}
     if lower is not None:
         changes["lower"] = lower
     if normalize is not None:

@@ -23,6 +23,15 @@ Kinds
                 that directly follows a non-space character, then the text is split
                 on whitespace ("Va !" -> ``Va !``, "I'm OK." -> ``I'm OK .``; apostrophes
                 stay inside words)
+``byte``        every UTF-8 byte a token (256 symbols): printable ASCII as itself, a space
+                as ``space_symbol``, any other byte as ``<0xNN>``; nothing is ever out of
+                the vocabulary
+``bpe``         learned subwords (:mod:`corpora.subwords`): byte-pair encoding with ``size``
+                pieces, fitted on the training text (``--tokenizer bpe:8000``)
+``unigram``     learned subwords: the unigram language model of SentencePiece
+                (``--tokenizer unigram:8000``)
+
+On the command line a kind may carry its size: ``bpe:8000`` (see :func:`parse_tokenizer`).
 """
 from __future__ import annotations
 
@@ -79,6 +88,7 @@ class TokenizerSpec:
     lower: bool = False  # lower-case before tokenizing
     normalize: Optional[str] = None  # Unicode normalisation form, e.g. "NFKC"
     space_symbol: str = "▁"  # char level: the token that stands for a space
+    size: Optional[int] = None  # a learned tokenizer's vocabulary size (bpe:8000 -> 8000)
     # What a learning tokenizer learned from its training text (canonical JSON; None for the
     # rule-based kinds): part of the spec, so it is saved, compared and reloaded with it.
     state: Optional[str] = None
@@ -103,12 +113,20 @@ class TokenizerSpec:
                 f"space_symbol must be one non-space character, got {self.space_symbol!r}",
                 fix="use e.g. '▁' or '_'",
             )
+        if self.size is not None and (not isinstance(self.size, int) or isinstance(self.size, bool) or self.size < 2):
+            raise InputError(f"a tokenizer's size must be an integer >= 2, got {self.size!r}",
+                             fix="use e.g. --tokenizer bpe:8000")
+        if self.size is not None and not TOKENIZERS[self.kind].learns:
+            raise InputError(f"the {self.kind} tokenizer has no size (it learns nothing)",
+                             fix=f"use --tokenizer {self.kind}, or a learned one such as bpe:8000")
         if self.state is not None and not isinstance(self.state, str):
             raise InputError(f"a tokenizer's learned state must be a JSON string, got {type(self.state).__name__}",
                              fix="rebuild the vocabulary")
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        if d["size"] is None:
+            del d["size"]
         if d["state"] is None:
             del d["state"]  # the files of rule-based tokenizers stay as they always were
         else:
@@ -120,13 +138,13 @@ class TokenizerSpec:
         if not isinstance(data, dict):
             raise InputError(f"a tokenizer spec must be a JSON object, got {type(data).__name__}",
                              fix='give e.g. {"kind": "whitespace"}')
-        known = {k: data[k] for k in ("kind", "lower", "normalize", "space_symbol") if k in data}
+        known = {k: data[k] for k in ("kind", "lower", "normalize", "space_symbol", "size") if k in data}
         if data.get("state") is not None:
             known["state"] = canonical_state(data["state"])
         return cls(**known)
 
     def describe(self) -> str:
-        parts = [self.kind]
+        parts = [self.kind if self.size is None else f"{self.kind}:{self.size}"]
         if self.lower:
             parts.append("lower")
         if self.normalize:
@@ -155,6 +173,7 @@ class Tokenizer:
 
     kind: str = ""
     learns: bool = False
+    default_size: Optional[int] = None  # a learning tokenizer's size when none is given
 
     def __init__(self, spec: TokenizerSpec) -> None:
         self.spec = spec
@@ -190,6 +209,10 @@ class Tokenizer:
     def join(self, tokens: list) -> str:
         return " ".join(tokens)
 
+    def split_many(self, texts: list) -> list:
+        """:meth:`split` of many prepared lines (a library tokenizer overrides it with its batch encoder)."""
+        return [self.split(t) for t in texts]
+
     # -- the public API
     def prepare(self, text: str) -> str:
         if self.spec.normalize:
@@ -214,6 +237,14 @@ class Tokenizer:
 
     def __call__(self, text: str) -> list:
         return self._run(text)
+
+    def encode_lines(self, lines: list) -> list:
+        """The tokens of every line (the readers' path: one batch call where the tokenizer has one)."""
+        if self.learns and self.spec.state is None:
+            return [self._unfitted(line) for line in lines[:1]]
+        if self.spec.lower or self.spec.normalize:
+            lines = [self.prepare(line) for line in lines]
+        return self.split_many(list(lines))
 
     def decode(self, tokens: list) -> str:
         """Best-effort inverse, for displaying generated text."""
@@ -275,6 +306,51 @@ class PunctTokenizer(Tokenizer):
         return punct_tokenize(text)
 
 
+@register
+class ByteTokenizer(Tokenizer):
+    """Every UTF-8 byte a token: a vocabulary of at most 256 symbols that never meets an unknown word."""
+
+    kind = "byte"
+
+    def __init__(self, spec: TokenizerSpec) -> None:
+        sym = spec.space_symbol
+        self._names = [sym if b == 0x20 else chr(b) if 0x21 <= b <= 0x7E else f"<0x{b:02X}>" for b in range(256)]
+        self._bytes = {name: b for b, name in enumerate(self._names)}
+        super().__init__(spec)
+
+    def split(self, text: str) -> list:
+        names = self._names
+        return [names[b] for b in " ".join(text.split()).encode("utf-8")]
+
+    def join(self, tokens: list) -> str:
+        return bytes(self._bytes[t] for t in tokens if t in self._bytes).decode("utf-8", errors="replace")
+
+
+def parse_tokenizer(text: str) -> tuple:
+    """``"bpe:8000"`` -> ``("bpe", 8000)``; ``"char"`` -> ``("char", None)``; an unknown kind or a bad
+    size is an :class:`InputError` naming the choices."""
+    kind, _, size = str(text).partition(":")
+    kind = kind.strip().lower()
+    if kind not in TOKENIZERS:
+        raise InputError(f"unknown tokenizer {text!r}", fix=f"choose one of {', '.join(TOKENIZERS)}"
+                                                            " (learned ones take a size: bpe:8000)")
+    if not size:
+        return kind, None
+    try:
+        n = int(size)
+    except ValueError:
+        raise InputError(f"the size in {text!r} is not an integer", fix="use e.g. --tokenizer bpe:8000") from None
+    return kind, n
+
+
+def spec_from_text(text: str, base: Optional["TokenizerSpec"] = None) -> "TokenizerSpec":
+    """``base`` (or the default spec) with the kind and size of ``text`` (``"bpe:8000"``, ``"char"``)."""
+    kind, size = parse_tokenizer(text)
+    if size is None and TOKENIZERS[kind].learns:
+        size = TOKENIZERS[kind].default_size
+    return replace(base or TokenizerSpec(), kind=kind, size=size, state=None)
+
+
 # ---------------------------------------------------------------------------- functions (the old API)
 def whitespace_tokenize(text: str) -> list[str]:
     return text.split()
@@ -324,5 +400,7 @@ def detokenize(tokens: list[str], spec: TokenizerSpec) -> str:
     """Best-effort inverse, for displaying generated text."""
     return make_tokenizer(spec).decode(tokens)
 
+
+from . import subwords  # noqa: E402,F401  (registers bpe and unigram; the library loads when one is used)
 
 KINDS = kinds()  # the built-in kinds (a registered one joins TOKENIZERS, which is what specs check)

@@ -18,9 +18,9 @@ import numpy as np
 from corpora import load_corpus, prepare
 from corpora.errors import InputError
 from corpora.registry import REGISTRY
-from corpora.tokenize import KINDS, TokenizerSpec
+from corpora.tokenize import TokenizerSpec, spec_from_text
 
-from corpora.options import data_dir_option, json_option, seed_option, threads_option
+from corpora.options import TOKENIZER, data_dir_option, json_option, seed_option, threads_option
 from corpora.textio import check_writable
 
 from .config import MODEL_NAMES, MODEL_PRESETS, TRAIN_PRESETS, resolve_lm_config
@@ -131,7 +131,7 @@ def _load_dataset(corpus: str, data_dir, tokenizer, min_count: int, max_vocab: O
                   valid: Optional[str] = None, test: Optional[str] = None):
     from corpora.sources import open_text
 
-    tok = TokenizerSpec(kind=tokenizer) if isinstance(tokenizer, str) else tokenizer  # a kind, a spec or None
+    tok = spec_from_text(tokenizer) if isinstance(tokenizer, str) else tokenizer  # "bpe:8000", a spec or None
     text = open_text(corpus, splits=("train", "valid", "test"), data_dir=data_dir, tokenizer=tok, valid=valid, test=test)
     if text.split_policy in ("holdout", "files"):
         _echo_err(text.split_note)  # a user's file: say which lines train and which are held out
@@ -164,7 +164,8 @@ def _both(field: str, fmt=str) -> str:
                    "[default: the file's last 5% of lines are held out].")
 @click.option("--test", "test_file", type=click.Path(dir_okay=False), default=None,
               help="Test text for a CORPUS that is a file [default: its last 5% of lines are held out].")
-@click.option("--tokenizer", type=click.Choice(KINDS), default=None, help="Override the corpus's tokenizer (e.g. char).")
+@click.option("--tokenizer", type=TOKENIZER, default=None,
+              help="Override the corpus's tokenizer (e.g. char, bpe:8000: learned on the training text).")
 @click.option("--min-count", type=int, default=1, show_default=True, help="Vocabulary: minimum training count.")
 @click.option("--max-vocab", type=int, default=None, help="Vocabulary: keep at most this many word types.")
 @click.option("--emb-size", type=int, default=None, help="RNN embedding width [default: --hidden-size].")

@@ -68,22 +68,24 @@ def _apply_meta(lines: list, stop: int, vocab, path) -> Optional[str]:
 
 
 def looks_like_arpa(path: os.PathLike | str) -> bool:
-    """True when the first non-blank line (of the gunzipped text) is ``\\data\\`` (a sniff: never raises)."""
+    """True when the first non-blank line (of the gunzipped text) is ``\\data\\`` (a sniff: never raises).
+
+    Comment lines before it are skipped whole, however long: ours carries the tokenizer, and a learned
+    one (BPE merges) makes that line hundreds of kilobytes."""
+    import gzip
+
     try:
         with open(path, "rb") as fh:
-            head = fh.read(4096)
-        if head[:2] == b"\x1f\x8b":
-            import gzip
-
-            with gzip.open(path, "rb") as g:
-                head = g.read(4096)
+            gz = fh.read(2) == b"\x1f\x8b"
+        with (gzip.open(path, "rb") if gz else open(path, "rb")) as fh:
+            for i in range(64):
+                line = fh.readline() if i else fh.readline().removeprefix(b"\xef\xbb\xbf")
+                if not line:
+                    return False
+                if line.strip() and not line.startswith(b"#"):  # KenLM allows '#' comment lines before \data\
+                    return line.strip() == b"\\data\\"
     except Exception:  # unreadable, or gzip data that is corrupt: not an ARPA file we can read
         return False
-    if head.startswith(b"\xef\xbb\xbf"):
-        head = head[3:]
-    for line in head.split(b"\n"):
-        if line.strip() and not line.startswith(b"#"):  # KenLM allows '#' comment lines before \data\
-            return line.strip() == b"\\data\\"
     return False
 
 

@@ -8,11 +8,10 @@ import json
 
 import click
 
-from corpora.options import data_dir_option, json_option, seed_option, threads_option
+from corpora.options import TOKENIZER, data_dir_option, json_option, seed_option, threads_option
 from click.core import ParameterSource
 
 from corpora.errors import InputError
-from corpora.tokenize import KINDS
 from ngramlm.smoothing import SMOOTHERS
 
 from .settings import (DEFAULT_NEURAL, DEFAULT_SMOOTHERS, NEURAL_SIZES, CompareSettings, parse_fractions, parse_list,
@@ -20,7 +19,8 @@ from .settings import (DEFAULT_NEURAL, DEFAULT_SMOOTHERS, NEURAL_SIZES, CompareS
 
 # option name -> settings field, for the options that define what a run trains
 _SETTING_OPTIONS = {
-    "corpus": "corpus", "valid_file": "valid_file", "test_file": "test_file", "tokenizer": "tokenizer", "max_order": "max_order", "smoothers": "smoothers", "neural": "neural",
+    "corpus": "corpus", "valid_file": "valid_file", "test_file": "test_file", "tokenizer": "tokenizer",
+    "tokenizers": "tokenizers", "max_order": "max_order", "smoothers": "smoothers", "neural": "neural",
     "neural_minutes": "neural_minutes", "neural_epochs": "neural_epochs", "neural_size": "neural_size",
     "checkpoints": "checkpoints",
     "curve": "curve", "curve_minutes": "curve_minutes", "curve_smoother": "curve_smoother",
@@ -50,6 +50,7 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
         "valid_file": opts["valid_file"],
         "test_file": opts["test_file"],
         "tokenizer": opts["tokenizer"],
+        "tokenizers": tuple(parse_list(opts["tokenizers"] or "")),
         "max_order": opts["max_order"],
         "smoothers": parse_list(opts["smoothers"]),
         "neural": () if (opts["neural"] or "").strip().lower() == "none" else parse_list(opts["neural"]),
@@ -96,8 +97,11 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
                    "[default: the file's last 5% of lines are held out].")
 @click.option("--test", "test_file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Test text for a CORPUS that is a file [default: its last 5% of lines are held out].")
-@click.option("--tokenizer", type=click.Choice(KINDS), default=None,
+@click.option("--tokenizer", type=TOKENIZER, default=None,
               help="Tokenize the corpus this way instead of its own (e.g. char); every model shares it.")
+@click.option("--tokenizers", default=None, metavar="LIST",
+              help="Also compare these tokenizations of the text in bits per byte (the curve smoother at every "
+                   "order; the V^n wall of each), e.g. word,bpe:8000,char (word: the corpus's own).")
 @click.option("--max-order", type=int, default=5, show_default=True, help="N-gram orders 1..N.")
 @click.option("--smoothers", default=",".join(DEFAULT_SMOOTHERS), show_default=True,
               help=f"Comma-separated smoothers ({', '.join(SMOOTHERS)}).")
@@ -136,7 +140,7 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
 @click.option("--verbose", is_flag=True, help="Also print the neural models' per-epoch log.")
 @json_option
 @click.pass_context
-def compare_cmd(ctx, corpus, out, valid_file, test_file, tokenizer, max_order, smoothers, neural, neural_minutes, neural_epochs, neural_size, checkpoints, curve,
+def compare_cmd(ctx, corpus, out, valid_file, test_file, tokenizer, tokenizers, max_order, smoothers, neural, neural_minutes, neural_epochs, neural_size, checkpoints, curve,
                 curve_minutes, curve_smoother, passage_tokens, seq2seq_minutes, beams, toy_train_tokens, toy_eval_tokens, quick, force, resume,
                 data_dir, seed, threads, verbose, as_json):
     """Train n-gram models (orders 1..N x smoothers) and neural models on one tokenization of CORPUS

@@ -7,7 +7,6 @@ with that same vocabulary.
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ import numpy as np
 from corpora import prepare
 from corpora.sources import open_text
 from corpora.errors import InputError
-from corpora.tokenize import TokenizerSpec, detokenize
+from corpora.tokenize import TokenizerSpec, make_tokenizer, spec_from_text
 from corpora.vocab import EncodedText
 
 from .settings import CompareSettings
@@ -60,7 +59,7 @@ def load_data(settings: CompareSettings, data_dir: Optional[str] = None) -> Comp
         from corpora.registry import REGISTRY
 
         base = REGISTRY[settings.corpus].tokenizer if settings.corpus in REGISTRY else None
-        tokenizer = dataclasses.replace(base or TokenizerSpec(), kind=settings.tokenizer)
+        tokenizer = spec_from_text(settings.tokenizer, base)  # "bpe:8000": learned on the training split
     corpus = open_text(settings.corpus, splits=SPLITS, data_dir=data_dir, toy_config=toy_config, tokenizer=tokenizer,
                        valid=settings.valid_file, test=settings.test_file)
     for split in SPLITS:
@@ -88,8 +87,9 @@ def text_sizes(sentences: list, encoded: EncodedText, spec: TokenizerSpec) -> di
     """
     chars = 0
     words = 0
+    tok = make_tokenizer(spec)  # once: a learned tokenizer loads its pieces when it is built
     for sent in sentences:
-        text = detokenize(list(sent), spec)
+        text = tok.decode(list(sent))
         chars += len(text) + 1
         words += len(text.split())
     return {"sentences": encoded.n_sentences, "tokens": encoded.n_tokens, "words": words, "chars": chars}

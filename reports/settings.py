@@ -32,6 +32,7 @@ class CompareSettings:
     valid_file: Optional[str] = None  # a text-file corpus: its valid / test files (else its tail is held out)
     test_file: Optional[str] = None
     tokenizer: Optional[str] = None  # a tokenizer kind replacing the corpus's own (e.g. "char"); None: the corpus's
+    tokenizers: tuple = ()  # the tokenizations section: "word" (the corpus's own), "bpe:8000", "char" ...
     max_order: int = 5  # n-gram orders 1..max_order
     smoothers: tuple = DEFAULT_SMOOTHERS
     neural: tuple = DEFAULT_NEURAL  # () for --neural none
@@ -82,13 +83,20 @@ class CompareSettings:
             raise InputError(f"--max-order must be an integer from 1 to {MAX_ORDER}, got {self.max_order!r}",
                              fix="use e.g. --max-order 5")
         if self.tokenizer is not None:
-            from corpora.tokenize import TOKENIZERS
+            from corpora.tokenize import parse_tokenizer
 
-            if self.tokenizer not in TOKENIZERS:
-                raise InputError(f"unknown tokenizer {self.tokenizer!r}", fix=f"use one of {', '.join(TOKENIZERS)}")
+            parse_tokenizer(self.tokenizer)  # an unknown kind or a bad size: InputError naming the choices
             if self.corpus == "toy":
                 raise InputError("--tokenizer does not apply to the toy corpus: it is generated as tokens",
                                  fix="drop --tokenizer, or compare on a text corpus such as timemachine")
+        for tk in self.tokenizers:
+            from corpora.tokenize import parse_tokenizer
+
+            if tk != "word":
+                parse_tokenizer(tk)
+            if self.corpus == "toy":
+                raise InputError("--tokenizers does not apply to the toy corpus: it is generated as tokens",
+                                 fix="compare tokenizations on a text corpus, e.g. `compare ptb --tokenizers word,bpe:8000,char`")
         if not self.smoothers:
             raise InputError("no smoothers given", fix=f"pass e.g. --smoothers {','.join(DEFAULT_SMOOTHERS)}")
         for s in self.smoothers:

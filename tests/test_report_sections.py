@@ -15,10 +15,10 @@ def test_the_built_in_sections_in_their_order():
     from reports import sections
 
     assert [s.name for s in sections.SECTIONS] == ["vwall", "orders", "curves", "interpolation", "per_token",
-                                                   "attention", "infini"]
+                                                   "attention", "infini", "tokenizations"]
     assert sections.numbers()["orders"] == 2 and sections.numbers()["infini"] == 7
     assert set(sections.plot_functions()) == {"vwall", "perplexity_by_order", "count_spectrum", "learning_curves",
-                                              "interpolation", "attention", "effective_n"}
+                                              "interpolation", "attention", "effective_n", "tokenizations"}
 
 
 def test_a_registered_section_is_computed_numbered_and_rendered(tmp_path, run_cli, monkeypatch):
@@ -54,7 +54,8 @@ def test_a_registered_section_is_computed_numbered_and_rendered(tmp_path, run_cl
     assert "every order is in section 2." in md
 
 
-@pytest.mark.parametrize("name", ["vwall", "orders", "curves", "interpolation", "per_token", "attention", "infini"])
+@pytest.mark.parametrize("name", ["vwall", "orders", "curves", "interpolation", "per_token", "attention", "infini",
+                                  "tokenizations"])
 def test_each_section_renders_from_an_empty_results_file(name):
     """A section's context must not fail on a run that stopped before it (results.json keeps what ran)."""
     from reports import sections
@@ -62,3 +63,41 @@ def test_each_section_renders_from_an_empty_results_file(name):
     sec = next(s for s in sections.SECTIONS if s.name == name)
     ctx = sec.context({"settings": {}, "corpus": {"sizes": {}}})
     assert isinstance(ctx, dict) and ctx
+
+
+def test_the_tokenizations_section_compares_in_bits_per_byte(tmp_path, run_cli):
+    import random
+
+    pytest.importorskip("tokenizers")
+    r = random.Random(2)
+    words = "the market said company shares report investors trading stock prices rose fell".split()
+    f = tmp_path / "t.txt"
+    f.write_text("\n".join(" ".join(r.choice(words) for _ in range(r.randint(4, 12))) for _ in range(400)) + "\n")
+    out = tmp_path / "run"
+    code, _, err = run_cli("compare", f, "--neural", "none", "--max-order", "3", "--smoothers", "wb,mkn",
+                           "--curve-smoother", "wb", "--curve", "100%", "--tokenizers", "word,char,bpe:40", "-o", out)
+    assert code == 0, err
+    res = json.loads((out / "results.json").read_text())
+    rows = {x["tokenizer"]: x for x in res["tokenizations"]["rows"]}
+    assert list(rows) == ["word", "char", "bpe:40"]
+    assert len({x["test_bytes"] for x in rows.values()}) == 1 == len({res["corpus"]["sizes"]["test"]["bytes"]})
+    assert rows["char"]["n_types"] < rows["bpe:40"]["n_types"] and rows["char"]["test_tokens"] > rows["word"]["test_tokens"]
+    # The word row is the main grid's smoother on the same data: the same bits per byte at every order.
+    for p in rows["word"]["orders"]:
+        grid = next(x for x in res["ngram"] if x["id"] == f"wb-{p['order']}")
+        assert p["test_bits_per_byte"] == pytest.approx(grid["test_normalised"]["bits_per_byte"], rel=1e-12)
+    best = rows["char"]
+    valid = [p["valid_bits_per_byte"] for p in best["orders"]]
+    assert best["best_order"] == 1 + valid.index(min(valid))
+    md = (out / "report.md").read_text()
+    assert "## 8. Tokenizations: bits per byte against n" in md and "![Bits per byte and the V^n wall" in md
+    assert (out / "plots" / "tokenizations.png").stat().st_size > 10_000
+    html = (out / "report.html").read_text()
+    assert 'id="tokenizations-table"' in html and 'id="plot-tokenizations"' in html
+
+
+def test_tokenizers_are_checked_before_anything_runs(tmp_path, run_cli):
+    code, _, err = run_cli("compare", "timemachine", "--tokenizers", "word,wordpiece:10", "-o", tmp_path / "x")
+    assert code == 2 and "unknown tokenizer 'wordpiece:10'" in err and not (tmp_path / "x").exists()
+    code, _, err = run_cli("compare", "--tokenizers", "char", "-o", tmp_path / "y")
+    assert code == 2 and "does not apply to the toy corpus" in err

@@ -90,8 +90,8 @@ def test_punct_tokenizer_is_d2l_nmt_preprocessing():
 
 
 def test_spec_validation_and_serialisation():
-    with pytest.raises(InputError, match="unknown tokenizer 'bpe'"):
-        TokenizerSpec(kind="bpe")
+    with pytest.raises(InputError, match="unknown tokenizer 'wordpiece'"):
+        TokenizerSpec(kind="wordpiece")
     with pytest.raises(InputError, match="normalisation"):
         TokenizerSpec(normalize="NFX")
     spec = TokenizerSpec(kind="cjk", lower=True, normalize="NFKC")

@@ -1,0 +1,184 @@
+"""Section: the same text under several tokenizations (``compare CORPUS --tokenizers word,bpe:8000,char``).
+
+For each tokenizer the corpus is read again through the text pipeline (a learned tokenizer fitted on
+the training split), counted to the run's highest order, and given the V^n wall (possible, observed
+and unseen test n-grams per n) and the curve smoother (MKN by default) at every order -- in **bits
+per byte** of the test text, the one unit every tokenization shares (its UTF-8 bytes, counted once).
+A small vocabulary (characters, bytes) pushes the wall to larger n; a large one (words) hits it at
+n = 2 or 3.  The best order of each tokenizer is chosen on valid.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
+
+from .. import plots
+from ..formatting import fmt_fixed, fmt_share
+from . import Section
+
+WORD = "word"  # the corpus's own tokenizer (whitespace for PTB, cjk for hongloumeng ...)
+
+
+def compute(run) -> None:
+    s = run.settings
+    if not s.tokenizers:
+        run.results["tokenizations"] = None
+        return
+    from corpora.vocab import UNK_ID
+    from ngramlm import NgramCounts
+
+    from ..data import load_data
+    from ..ngram_part import fit_ngram, split_scores, vwall
+
+    rows = []
+    run.log(f"tokenizations: {', '.join(s.tokenizers)} ({s.curve_smoother}, orders 1..{s.max_order}, bits per byte)")
+    for tk in s.tokenizers:
+        own = tk == WORD and s.tokenizer is None
+        data = run.data if own else load_data(replace(s, tokenizer=None if tk == WORD else tk), run.data_dir)
+        counts = NgramCounts.from_encoded(data["train"], order=s.max_order, vocab_size=len(data.vocab))
+        wall = {r["order"]: r for r in vwall(counts, data.vocab, data["train"], data["test"])}
+        n_bytes = {split: data.sizes[split]["bytes"] for split in ("valid", "test")}
+        orders = []
+        for k in range(1, s.max_order + 1):
+            lm, _, error = fit_ngram(s.curve_smoother, k, counts, data["train"], data.vocab, data["valid"])
+            point = {"order": k, "error": error, "possible_log10": wall[k]["possible_log10"],
+                     "distinct_train": wall[k]["distinct_train"], "test_unseen_share": wall[k]["test_unseen_share"]}
+            for split in ("valid", "test"):
+                score = split_scores(lm, data[split])[0] if lm is not None else None
+                ok = score is not None and not score["zero_probs"]
+                point[f"{split}_bits_per_byte"] = -score["log2prob"] / n_bytes[split] if ok else None
+                point[f"{split}_ppl"] = score["ppl"] if ok else None
+            orders.append(point)
+        scored = [p for p in orders if p["valid_bits_per_byte"] is not None]
+        best = min(scored, key=lambda p: p["valid_bits_per_byte"]) if scored else None
+        tok = data.vocab.tokenizer
+        row = {"tokenizer": tk, "describe": tok.describe() if tok else tk, "n_types": data.vocab.n_types,
+               "test_tokens": data.sizes["test"]["tokens"], "test_bytes": n_bytes["test"],
+               "test_unk": int((data["test"].ids == UNK_ID).sum()),
+               "train_tokens": data.sizes["train"]["tokens"], "orders": orders,
+               "best_order": best["order"] if best else None,
+               "best_test_bits_per_byte": best["test_bits_per_byte"] if best else None}
+        rows.append(row)
+        bpb = "-" if best is None else f"{best['test_bits_per_byte']:.4f}"
+        run.log(f"  {tk:<12} V={row['n_types']:,} test tokens {row['test_tokens']:,}; best n={row['best_order']}: "
+                f"{bpb} bits/byte")
+    run.results["tokenizations"] = {"smoother": s.curve_smoother, "rows": rows}
+
+
+def context(results: dict) -> dict:
+    sec = results.get("tokenizations")
+    if not sec:
+        return {"tokenizations": None}
+    rows = sec["rows"]
+    n_max = max((len(r["orders"]) for r in rows), default=0)
+    best = min((r["best_test_bits_per_byte"] for r in rows if r["best_test_bits_per_byte"] is not None), default=None)
+    table = []
+    for r in sorted(rows, key=lambda r: (r["best_test_bits_per_byte"] is None, r["best_test_bits_per_byte"] or 0)):
+        cells = []
+        for p in r["orders"]:
+            v = p["test_bits_per_byte"]
+            cells.append({"text": "n/a" if p["error"] else ("∞" if v is None else fmt_fixed(v, 4)),
+                          "best": p["order"] == r["best_order"], "title": p["error"] or
+                          ("" if p["test_ppl"] is None else f"test ppl {fmt_fixed(p['test_ppl'], 2)} per token")})
+        table.append({
+            "tokenizer": r["describe"], "V": f"{r['n_types']:,}", "tokens": f"{r['test_tokens']:,}",
+            "bytes_per_token": fmt_fixed(r["test_bytes"] / r["test_tokens"], 2) if r["test_tokens"] else "–",
+            "unk": fmt_share(r.get("test_unk", 0) / r["test_tokens"]) if r["test_tokens"] else "–",
+            "cells": cells, "best_order": r["best_order"] or "–",
+            "best": "–" if r["best_test_bits_per_byte"] is None else fmt_fixed(r["best_test_bits_per_byte"], 4),
+            "is_best": best is not None and r["best_test_bits_per_byte"] == best,
+        })
+    walls = [{"tokenizer": r["describe"], "cells": [
+        f"{fmt_share(p['test_unseen_share'])} of 10^{fmt_fixed(p['possible_log10'], 1)}" for p in r["orders"]]}
+        for r in rows]
+    return {"tokenizations": {"smoother": sec["smoother"], "orders": list(range(1, n_max + 1)), "table": table,
+                              "walls": walls, "bytes": f"{rows[0]['test_bytes']:,}" if rows else "–"}}
+
+
+def figure(results: dict) -> Optional[bytes]:
+    """Bits per byte against n (left) and the unseen share of test n-grams against n (right), one line a
+    tokenizer: where each tokenization meets the V^n wall."""
+    sec = results.get("tokenizations")
+    if not sec or not sec["rows"]:
+        return None
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    markers = "osD^v<>ph*"
+    for i, r in enumerate(sec["rows"]):
+        pts = [p for p in r["orders"] if p["test_bits_per_byte"] is not None]
+        style = dict(marker=markers[i % len(markers)], label=r["describe"])
+        if pts:
+            left.plot([p["order"] for p in pts], [p["test_bits_per_byte"] for p in pts], **style)
+        right.plot([p["order"] for p in r["orders"]], [100 * p["test_unseen_share"] for p in r["orders"]], **style)
+    left.set_xlabel("order n")
+    left.set_ylabel("test bits per byte")
+    left.set_title(f"{sec['smoother']} against n, per tokenization")
+    right.set_xlabel("order n")
+    right.set_ylabel("% of test n-grams unseen in train")
+    right.set_title("The $V^n$ wall, per tokenization")
+    for ax in (left, right):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    return plots._png(fig)
+
+
+TITLE = "Tokenizations: bits per byte against n"
+HTML_TITLE = "Tokenizations: bits per byte against n"
+
+MD = r"""{% if tokenizations %}
+{{ tokenizations.smoother }} at every order on each tokenization of the same text, in test bits per byte (B = {{ tokenizations.bytes }} UTF-8 bytes, the same for every tokenizer); the best order of each (chosen on valid) is marked **bold**.
+
+| tokenizer | V | test tokens | bytes/token | test `<unk>` |{% for o in tokenizations.orders %} n={{ o }} |{% endfor %} best n | best bits/byte |
+|---|---:|---:|---:|---:|{% for o in tokenizations.orders %}---:|{% endfor %}---:|---:|
+{% for t in tokenizations.table %}
+| {{ t.tokenizer }} | {{ t.V }} | {{ t.tokens }} | {{ t.bytes_per_token }} | {{ t.unk }} |{% for c in t.cells %} {% if c.best %}**{{ c.text }}**{% else %}{{ c.text }}{% endif %} |{% endfor %} {{ t.best_order }} | {% if t.is_best %}**{{ t.best }}**{% else %}{{ t.best }}{% endif %} |
+{% endfor %}
+
+A test token outside the vocabulary is `<unk>`, one cheap event instead of its spelling: a tokenization with many (words) pays less than the text costs, so its bits per byte are a lower bound; characters, bytes and subwords spell (nearly) everything.
+
+Test n-grams unseen in train, of the V^n possible:
+
+| tokenizer |{% for o in tokenizations.orders %} n={{ o }} |{% endfor %}
+
+|---|{% for o in tokenizations.orders %}---:|{% endfor %}
+
+{% for w in tokenizations.walls %}
+| {{ w.tokenizer }} |{% for c in w.cells %} {{ c }} |{% endfor %}
+
+{% endfor %}
+{% if plots.tokenizations %}
+
+![{{ plots.tokenizations.title }}]({{ plots.tokenizations.file }})
+{% endif %}
+{% else %}
+Not run: `ngramlm compare CORPUS --tokenizers word,bpe:8000,char` compares tokenizations of the text in bits per byte.
+{% endif %}
+
+"""
+
+HTML = r"""{% if tokenizations %}
+<p>{{ tokenizations.smoother }} at every order on each tokenization of the same text, in test bits per byte (B = {{ tokenizations.bytes }} UTF-8 bytes, the same for every tokenizer); the best order of each (chosen on valid) is in bold, the best tokenization marked.</p>
+<table id="tokenizations-table">
+<tr><th>tokenizer</th><th>V</th><th>test tokens</th><th>bytes/token</th><th title="test tokens outside the vocabulary">test &lt;unk&gt;</th>{% for o in tokenizations.orders %}<th>n={{ o }}</th>{% endfor %}<th>best n</th><th>best bits/byte</th></tr>
+{% for t in tokenizations.table %}
+<tr><td>{{ t.tokenizer }}</td><td class="num">{{ t.V }}</td><td class="num">{{ t.tokens }}</td><td class="num">{{ t.bytes_per_token }}</td><td class="num">{{ t.unk }}</td>{% for c in t.cells %}<td class="num" title="{{ c.title }}">{% if c.best %}<b>{{ c.text }}</b>{% else %}{{ c.text }}{% endif %}</td>{% endfor %}<td class="num">{{ t.best_order }}</td><td class="num">{% if t.is_best %}<b>{{ t.best }}</b> ★{% else %}{{ t.best }}{% endif %}</td></tr>
+{% endfor %}
+</table>
+<p class="note">A test token outside the vocabulary is &lt;unk&gt;, one cheap event instead of its spelling: a tokenization with many (words) pays less than the text costs, so its bits per byte are a lower bound; characters, bytes and subwords spell (nearly) everything.</p>
+<table id="tokenizations-wall">
+<tr><th>test n-grams unseen in train</th>{% for o in tokenizations.orders %}<th>n={{ o }}</th>{% endfor %}</tr>
+{% for w in tokenizations.walls %}
+<tr><td>{{ w.tokenizer }}</td>{% for c in w.cells %}<td class="num">{{ c }}</td>{% endfor %}</tr>
+{% endfor %}
+</table>
+{% if plots.tokenizations %}<figure><img id="plot-tokenizations" alt="{{ plots.tokenizations.title }}" src="data:image/png;base64,{{ plots.tokenizations.b64 }}"></figure>{% endif %}
+{% else %}
+<p class="note">Not run: <code>ngramlm compare CORPUS --tokenizers word,bpe:8000,char</code> compares tokenizations of the text in bits per byte.</p>
+{% endif %}
+
+"""
+
+SECTION = Section(name="tokenizations", anchor="tokenizations", title=TITLE, html_title=HTML_TITLE, md=MD, html=HTML,
+                  compute=compute, context=context,
+                  plots={"tokenizations": ("Bits per byte and the V^n wall per tokenization", figure)})
