@@ -14,7 +14,7 @@ import click
 
 from .datadir import ENV_VAR
 from .errors import InputError
-from .tokenize import TOKENIZERS, TokenizerSpec, parse_tokenizer, spec_from_text
+from .tokenize import TokenizerSpec, kinds, parse_tokenizer, spec_from_text, tokenizer_class
 
 NORMALIZE_CHOICES = ("NFC", "NFKC", "NFD", "NFKD")
 
@@ -33,7 +33,7 @@ class TokenizerType(click.ParamType):
     name = "tokenizer"
 
     def get_metavar(self, param, ctx=None) -> str:
-        return "[" + "|".join(k + (":N" if TOKENIZERS[k].learns else "") for k in TOKENIZERS) + "]"
+        return "[" + "|".join(k + (":N" if tokenizer_class(k).learns else "") for k in kinds()) + "]"
 
     def convert(self, value, param, ctx):
         if value is None or isinstance(value, TokenizerSpec):

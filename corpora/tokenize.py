@@ -66,6 +66,9 @@ _GLUED_PUNCT = re.compile(r"(?<=\S)([,.!?])")
 
 # ---------------------------------------------------------------------------- the registry
 TOKENIZERS: dict = {}  # kind -> Tokenizer subclass
+# Kinds registered by a module imported on first use (so this module never imports it, and the learned
+# kinds cost nothing until one is asked for): kind -> module.
+PROVIDED = {"bpe": "corpora.subwords", "unigram": "corpora.subwords"}
 
 
 def register(cls):
@@ -77,7 +80,20 @@ def register(cls):
 
 
 def kinds() -> tuple:
-    return tuple(TOKENIZERS)
+    return tuple(TOKENIZERS) + tuple(k for k in PROVIDED if k not in TOKENIZERS)
+
+
+def known(kind) -> bool:
+    return isinstance(kind, str) and (kind in TOKENIZERS or kind in PROVIDED)
+
+
+def tokenizer_class(kind: str) -> type:
+    """The registered class of ``kind``, importing its provider module on first use."""
+    if kind not in TOKENIZERS and kind in PROVIDED:
+        import importlib
+
+        importlib.import_module(PROVIDED[kind])
+    return TOKENIZERS[kind]
 
 
 @dataclass(frozen=True)
@@ -95,9 +111,9 @@ class TokenizerSpec:
 
     def __post_init__(self) -> None:
         # Specs also come from JSON files (vocabularies, models): check types, not just values.
-        if not isinstance(self.kind, str) or self.kind not in TOKENIZERS:
+        if not known(self.kind):
             raise InputError(
-                f"unknown tokenizer {self.kind!r}", fix=f"choose one of {', '.join(TOKENIZERS)}"
+                f"unknown tokenizer {self.kind!r}", fix=f"choose one of {', '.join(kinds())}"
             )
         if self.normalize is not None and (not isinstance(self.normalize, str) or self.normalize not in NORMALIZATIONS):
             raise InputError(
@@ -116,7 +132,7 @@ class TokenizerSpec:
         if self.size is not None and (not isinstance(self.size, int) or isinstance(self.size, bool) or self.size < 2):
             raise InputError(f"a tokenizer's size must be an integer >= 2, got {self.size!r}",
                              fix="use e.g. --tokenizer bpe:8000")
-        if self.size is not None and not TOKENIZERS[self.kind].learns:
+        if self.size is not None and not tokenizer_class(self.kind).learns:
             raise InputError(f"the {self.kind} tokenizer has no size (it learns nothing)",
                              fix=f"use --tokenizer {self.kind}, or a learned one such as bpe:8000")
         if self.state is not None and not isinstance(self.state, str):
@@ -154,7 +170,7 @@ class TokenizerSpec:
     @property
     def learns(self) -> bool:
         """A kind that must be fitted on training text before it tokenizes."""
-        return TOKENIZERS[self.kind].learns
+        return tokenizer_class(self.kind).learns
 
     @property
     def fitted(self) -> bool:
@@ -331,8 +347,8 @@ def parse_tokenizer(text: str) -> tuple:
     size is an :class:`InputError` naming the choices."""
     kind, _, size = str(text).partition(":")
     kind = kind.strip().lower()
-    if kind not in TOKENIZERS:
-        raise InputError(f"unknown tokenizer {text!r}", fix=f"choose one of {', '.join(TOKENIZERS)}"
+    if not known(kind):
+        raise InputError(f"unknown tokenizer {text!r}", fix=f"choose one of {', '.join(kinds())}"
                                                             " (learned ones take a size: bpe:8000)")
     if not size:
         return kind, None
@@ -346,8 +362,9 @@ def parse_tokenizer(text: str) -> tuple:
 def spec_from_text(text: str, base: Optional["TokenizerSpec"] = None) -> "TokenizerSpec":
     """``base`` (or the default spec) with the kind and size of ``text`` (``"bpe:8000"``, ``"char"``)."""
     kind, size = parse_tokenizer(text)
-    if size is None and TOKENIZERS[kind].learns:
-        size = TOKENIZERS[kind].default_size
+    cls = tokenizer_class(kind)
+    if size is None and cls.learns:
+        size = cls.default_size
     return replace(base or TokenizerSpec(), kind=kind, size=size, state=None)
 
 
@@ -386,7 +403,7 @@ def punct_tokenize(text: str) -> list[str]:
 
 def make_tokenizer(spec: TokenizerSpec) -> Tokenizer:
     """The :class:`Tokenizer` ``spec`` describes (callable: ``tok(line) -> tokens``)."""
-    return TOKENIZERS[spec.kind](spec)
+    return tokenizer_class(spec.kind)(spec)
 
 
 def fit_tokenizer(spec: TokenizerSpec, lines: Iterable[str]) -> TokenizerSpec:
@@ -400,7 +417,5 @@ def detokenize(tokens: list[str], spec: TokenizerSpec) -> str:
     """Best-effort inverse, for displaying generated text."""
     return make_tokenizer(spec).decode(tokens)
 
-
-from . import subwords  # noqa: E402,F401  (registers bpe and unigram; the library loads when one is used)
 
 KINDS = kinds()  # the built-in kinds (a registered one joins TOKENIZERS, which is what specs check)

@@ -156,11 +156,17 @@ def learning_curves(results: dict) -> Optional[bytes]:
     if not series:
         return None
     fig, ax = plt.subplots(figsize=SIZE)
+    rows = {r["id"]: r for r in results.get("neural", [])}
     for s in series:
         pts = [p for p in s["points"] if p.get("test") and p["test"]["ppl"] is not None]
         if pts:
-            ax.loglog([p["train_tokens"] for p in pts], [p["test"]["ppl"] for p in pts],
-                      "o-" if s["family"] == "ngram" else "s-", label=s["label"])
+            line, = ax.loglog([p["train_tokens"] for p in pts], [p["test"]["ppl"] for p in pts],
+                              "o-" if s["family"] == "ngram" else "s-", label=s["label"])
+            row, full = rows.get(s["id"]), pts[-1]
+            if s["family"] == "neural" and row and (row.get("test") or {}).get("ppl") and full.get("key") != row.get("key"):
+                # The results table's model (the main budget), where the curve's 100 % point is another run.
+                ax.plot([row["train_tokens"]], [row["test"]["ppl"]], "*", markersize=13, color=line.get_color(),
+                        label=f"{row['label']}: the results table's model")
     floor = _floor(results)
     if floor:
         ax.axhline(floor, label=f"true perplexity (floor) {floor:.1f}", **FLOOR_STYLE)

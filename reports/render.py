@@ -95,7 +95,8 @@ def build_context(results: dict) -> dict:
         "neural_none": not s.get("neural") and not s.get("checkpoints"),
         "has_neural": bool(neural),
         "status": results.get("status"),
-        "sizes": corpus["sizes"],
+        # A results.json of an earlier version has no byte counts: its bits/byte read "–", B is not shown.
+        "sizes": {split: {"bytes": None, **v} for split, v in corpus["sizes"].items()},
         **sections.context(results),
     }
 

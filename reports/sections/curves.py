@@ -3,7 +3,7 @@ and the best neural model (each point a model trained on a prefix of the trainin
 from __future__ import annotations
 
 from .. import plots
-from ..formatting import describe_budget, fmt_budget, fmt_ppl
+from ..formatting import describe_budget, fmt_budget, fmt_budget_spec, fmt_ppl
 from . import Section
 
 
@@ -78,7 +78,29 @@ def context(results: dict) -> dict:
     if lc.get("series"):
         curve_tokens = [f"{p['train_tokens']:,}" for p in lc["series"][0]["points"]]
     return {"curves": curves, "curve_fractions": [f"{100 * f:g}%" for f in lc.get("fractions", [])],
-            "curve_tokens": curve_tokens}
+            "curve_tokens": curve_tokens, "curve_notes": full_point_notes(results)}
+
+
+def full_point_notes(results: dict) -> list:
+    """For a neural series whose 100 % point is not the results table's model (it trained under the
+    curve's per-point budget, the table's model under the main budget): say so, with both numbers, so
+    the curve never silently contradicts the table."""
+    notes = []
+    lc = results.get("learning_curves") or {}
+    rows = {r["id"]: r for r in results.get("neural", [])}
+    for series in lc.get("series", []):
+        full = next((p for p in series["points"] if p["fraction"] >= 1.0), None)
+        row = rows.get(series["id"])
+        if series.get("family") != "neural" or full is None or row is None or not row.get("test"):
+            continue
+        if full.get("key") == row.get("key"):
+            continue  # the same model: the 100 % point is the table's row
+        notes.append(f"The {series['label'].split(' (')[0]} point at 100 % is a separate run with the curve's "
+                     f"per-point budget ({fmt_budget_spec(full.get('budget')) or 'see above'}): test ppl "
+                     f"{fmt_ppl(full.get('test'))}. The results table's {row['label']} trained under the main "
+                     f"budget ({fmt_budget_spec(row.get('budget')) or 'see the table'}): test ppl {fmt_ppl(row['test'])}"
+                     " (the star in the figure).")
+    return notes
 
 
 TITLE = 'Learning curves (test perplexity against training-set size)'
@@ -98,6 +120,10 @@ MD = r"""{% if curves %}
 {% endfor %}
 
 Training sets are prefixes of the training text (whole sentences), encoded with the full run's vocabulary. Every neural point trains under the same small budget: once a prefix is larger than what the model can read in that budget, more data cannot help, and the neural curve flattens (or turns up) where a count model's keeps falling.
+{% for n in curve_notes %}
+
+{{ n }}
+{% endfor %}
 {% if plots.learning_curves %}
 
 ![{{ plots.learning_curves.title }}]({{ plots.learning_curves.file }})
@@ -118,6 +144,8 @@ HTML = r"""{% if curves %}
 {% endfor %}
 </table>
 <p class="note">Training sets are prefixes of the training text (whole sentences), encoded with the full run's vocabulary. Every neural point trains under the same small budget: once a prefix is larger than what the model can read in that budget, more data cannot help, and the neural curve flattens (or turns up) where a count model's keeps falling.</p>
+{% for n in curve_notes %}<p class="note curve-note">{{ n }}</p>
+{% endfor %}
 {% if plots.learning_curves %}<figure><img id="plot-learning_curves" alt="{{ plots.learning_curves.title }}" src="data:image/png;base64,{{ plots.learning_curves.b64 }}"></figure>{% endif %}
 {% else %}<p>No learning curves in this run.</p>{% endif %}
 

@@ -117,7 +117,9 @@ def figure(results: dict) -> Optional[bytes]:
     right.set_xlabel("order n")
     right.set_ylabel("% of test n-grams unseen in train")
     right.set_title("The $V^n$ wall, per tokenization")
+    n_max = max(len(r["orders"]) for r in sec["rows"])
     for ax in (left, right):
+        ax.set_xticks(range(1, n_max + 1))  # orders are whole numbers
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     return plots._png(fig)
