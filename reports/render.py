@@ -27,7 +27,25 @@ from .formatting import (TOKEN_UNITS, describe_budget, fmt_budget, fmt_budget_sp
 
 
 # ---------------------------------------------------------------------------- formatting
-def _row(r: dict) -> dict:
+def undertrained(results: dict) -> dict:
+    """Neural row id -> why its numbers are not a result: it stopped before one epoch, or it is worse on
+    valid than the unigram model (a model that learned less than word frequencies).  Shown in the table
+    and a banner, and the HTML self-test fails on it."""
+    unigram = [r["valid"]["ppl"] for r in results.get("ngram", []) if r.get("order") == 1 and r.get("valid")
+               and r["valid"].get("ppl") is not None and r.get("is_distribution")]
+    best_unigram = min(unigram) if unigram else None
+    out = {}
+    for r in results.get("neural", []):
+        valid = (r.get("valid") or {}).get("ppl")
+        if r.get("stopped") != "adopted" and r.get("epochs") is not None and r["epochs"] < 1:
+            out[r["id"]] = f"stopped after {fmt_fixed(r['epochs'], 2)} epochs, before it read the training text once"
+        elif valid is not None and best_unigram is not None and valid > best_unigram:
+            out[r["id"]] = (f"worse than the unigram model on valid ({fmt_fixed(valid, 2)} against "
+                            f"{fmt_fixed(best_unigram, 2)}): it has not learned word frequencies yet")
+    return out
+
+
+def _row(r: dict, warning: Optional[str] = None) -> dict:
     t = r.get("test") or {}
     norm = r.get("test_normalised") or {}
     floor = r.get("above_floor")
@@ -46,7 +64,9 @@ def _row(r: dict) -> dict:
         "size": fmt_size(r.get("size")), "size_unit": r.get("size_unit", ""),
         "train": fmt_seconds(r.get("train_seconds")), "cached": ("scored" if r.get("stopped") == "adopted" else
                    {True: "cached", False: "trained"}.get(r.get("cached"), "")),
-        "note": "; ".join(x for x in (r.get("error") and f"not estimated: {r['error']}", r.get("note")) if x),
+        "note": "; ".join(x for x in (warning and f"⚠ undertrained: {warning}",
+                                      r.get("error") and f"not estimated: {r['error']}", r.get("note")) if x),
+        "undertrained": bool(warning),
         "budget": fmt_budget(r) if r["family"] == "neural" else "",
     }
 
@@ -83,12 +103,14 @@ def build_context(results: dict) -> dict:
     ngram = results.get("ngram", [])
     neural = results.get("neural", [])
     interp = results.get("interpolation", [])
-    summary = [_row(r) for r in _best_per_smoother(ngram)] + [_row(r) for r in neural] + [_row(r) for r in interp] \
-        + [_row(r) for r in infini_rows(results)]
+    flagged = undertrained(results)
+    summary = [_row(r) for r in _best_per_smoother(ngram)] + [_row(r, flagged.get(r["id"])) for r in neural] \
+        + [_row(r) for r in interp] + [_row(r) for r in infini_rows(results)]
     problems = [{"id": r["id"], "error": r["error"]} for r in ngram + neural if r.get("error")]
     timing = results.get("timing") or {}
     return {
-        "problems": problems, "r": results, "s": s, "corpus": corpus, "truth": truth, "summary": summary,
+        "problems": problems, "undertrained": [{"label": r["label"], "why": flagged[r["id"]]} for r in neural
+                                               if r["id"] in flagged], "r": results, "s": s, "corpus": corpus, "truth": truth, "summary": summary,
         "timing": {"total": fmt_seconds(timing.get("total_seconds")), "trained": timing.get("trained", 0),
                    "cached": timing.get("cached", 0)},
         "tokenizer": _tokenizer(results)["kind"], "units": token_units(_tokenizer(results)),

@@ -28,6 +28,14 @@ N-gram models are shown at their best order on validation; every order is in sec
 {% endif %}
 {% if neural_none %}Neural models were not run (`--neural none`).
 {% endif %}
+{% if undertrained %}
+
+**Warning: undertrained neural models** -- their numbers are not a result (give them a larger budget):
+
+{% for u in undertrained %}
+- {{ u.label }}: {{ u.why }}
+{% endfor %}
+{% endif %}
 {% if problems %}
 
 Not estimated:
@@ -99,10 +107,11 @@ Run {{ r.created }}, status <b>{{ status }}</b>, {{ timing.total }} in all ({{ t
 <table id="results-table">
 <tr><th>model</th><th>valid ppl</th><th>test ppl</th><th>test bits/token</th><th>above the floor</th><th title="bits per UTF-8 byte of the test text: comparable across tokenizations">bits/byte</th><th>bits/char</th><th>bits/word</th><th>size</th><th>training</th><th></th><th title="the training budget, and what the model cost in this run: training and evaluation, wall clock">budget / actual</th><th>notes</th></tr>
 {% for m in summary %}
-<tr class="{{ m.family }}"><td>{{ m.label }}</td><td class="num">{{ m.valid }}</td><td class="num">{{ m.test }}</td><td class="num">{{ m.bpt }}</td><td class="num">{{ m.floor }}</td><td class="num">{{ m.bpb }}</td><td class="num">{{ m.bpc }}</td><td class="num">{{ m.bpw }}</td><td class="num">{{ m.size }} <span class="note">{{ m.size_unit }}</span></td><td class="num">{{ m.train }}</td><td>{{ m.cached }}</td><td class="num budget" title="{{ m.budget }}">{% for part in m.budget.split(" / ") %}{% if not loop.first %} {% endif %}<span class="nw">{{ part }}{% if not loop.last %} /{% endif %}</span>{% endfor %}</td><td class="note">{{ m.note }}</td></tr>
+<tr class="{{ m.family }}"{% if m.undertrained %} data-undertrained="1"{% endif %}><td>{{ m.label }}</td><td class="num">{{ m.valid }}</td><td class="num">{{ m.test }}</td><td class="num">{{ m.bpt }}</td><td class="num">{{ m.floor }}</td><td class="num">{{ m.bpb }}</td><td class="num">{{ m.bpc }}</td><td class="num">{{ m.bpw }}</td><td class="num">{{ m.size }} <span class="note">{{ m.size_unit }}</span></td><td class="num">{{ m.train }}</td><td>{{ m.cached }}</td><td class="num budget" title="{{ m.budget }}">{% for part in m.budget.split(" / ") %}{% if not loop.first %} {% endif %}<span class="nw">{{ part }}{% if not loop.last %} /{% endif %}</span>{% endfor %}</td><td class="note">{{ m.note }}</td></tr>
 {% endfor %}
 </table>
 <p class="note">N-gram models at their best order on validation (every order is in section {{ sec.orders }}). {% if has_neural %}“Budget / actual”: each neural model's training budget, and what the model cost in this run (training and evaluation, wall clock), with the overrun of a time budget in %. {% endif %}{% if neural_none %}Neural models were not run (<code>--neural none</code>).{% endif %}</p>
+{% if undertrained %}<p class="floor" id="undertrained"><b>Warning: undertrained neural models</b> &mdash; their numbers are not a result (give them a larger budget): {% for u in undertrained %}{{ u.label }}: {{ u.why }}{% if not loop.last %}; {% endif %}{% endfor %}.</p>{% endif %}
 {% if problems %}<p class="note">Not estimated:</p><ul class="note" id="problems">{% for p in problems %}<li><code>{{ p.id }}</code>: {{ p.error }}</li>{% endfor %}</ul>{% endif %}
 
 """
@@ -254,6 +263,12 @@ HTML_TAIL = r"""<h2 id="normalisation">Normalising across tokenizations</h2>
       var decoded = imgs.filter(function (im) { return im.complete && im.naturalWidth > 0; }).length;
       notes.push("figures decoded " + decoded + "/" + imgs.length);
       ok = ok && decoded === imgs.length;
+      // A neural row whose numbers are not a result (stopped before an epoch, or worse than the unigram)
+      // fails the self-test: a reader must not take it for a comparison.
+      var flagged = Array.from(document.querySelectorAll("#results-table tr[data-undertrained]"))
+        .map(function (tr) { return tr.cells[0].textContent; });
+      notes.push(flagged.length ? "undertrained neural rows: " + flagged.join(", ") : "no undertrained neural rows");
+      ok = ok && flagged.length === 0;
       if (A) {
         var T = A.tokens.length, k = Math.max(1, Math.floor(T / 2));
         var spans = document.querySelectorAll("#att-tokens .att-tok");

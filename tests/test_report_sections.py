@@ -141,3 +141,31 @@ def test_a_results_file_of_an_earlier_version_still_renders(tmp_path, run_cli):
     assert code == 0, err
     md = (out / "report.md").read_text()
     assert "## 1. The V^n wall" in md and "Here C = " in md and "Here B = " not in md
+
+
+def test_an_undertrained_neural_row_is_flagged_not_reported_as_a_result(tmp_path, run_cli):
+    """The README's main job once trained its Transformer for one batch on shared cores: test ppl 2,908
+    against the unigram's 301, shown as a result, the self-test saying "pass"."""
+    from reports.render import build_context, render, undertrained
+
+    out = tmp_path / "run"
+    code, _, err = run_cli("compare", "--quick", "--neural", "lstm", "-o", out)
+    assert code == 0, err
+    res = json.loads((out / "results.json").read_text())
+    lstm = res["neural"][0]
+    unigram = min(r["valid"]["ppl"] for r in res["ngram"] if r["order"] == 1 and r["valid"]["ppl"] is not None)
+    assert lstm["valid"]["ppl"] < unigram and undertrained(res) == {}
+    lstm.update(epochs=0.004, stopped="time budget")  # one batch of a budget that ran out
+    why = undertrained(res)["lstm"]
+    assert "stopped after 0.00 epochs" in why
+    lstm.update(epochs=1.0, valid=dict(lstm["valid"], ppl=unigram * 9))
+    assert "worse than the unigram model" in undertrained(res)["lstm"]
+    ctx = build_context(res)
+    row = next(m for m in ctx["summary"] if m["id"] == "lstm")
+    assert row["undertrained"] and row["note"].startswith("⚠ undertrained")
+    render(out, res)
+    assert "**Warning: undertrained neural models**" in (out / "report.md").read_text()
+    assert 'data-undertrained="1"' in (out / "report.html").read_text()
+    # An adopted checkpoint (trained elsewhere) records no epochs of this run: never flagged for that.
+    lstm.update(stopped="adopted", epochs=0.5, valid=dict(lstm["valid"], ppl=unigram / 2))
+    assert undertrained(res) == {}

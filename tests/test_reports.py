@@ -589,7 +589,15 @@ def test_report_in_headless_chromium(quick_run, tmp_path):
                          text=True, timeout=90)
     assert dom.returncode == 0, dom.stderr[-2000:]
     html = dom.stdout
-    assert 'id="selftest" data-result="pass"' in html, html[html.find('id="selftest"') - 20:][:400]
+    # The quick run trains one epoch: its tiny Transformer is worse than the unigram model on valid, so
+    # the report flags it and the self-test fails on that -- and on nothing else.
+    flagged = [r["id"] for r in res["neural"] if r["valid"]["ppl"] > min(
+        x["valid"]["ppl"] for x in res["ngram"] if x["order"] == 1 and x["valid"]["ppl"] is not None)]
+    expected = "pass" if not flagged else "fail"
+    assert f'id="selftest" data-result="{expected}"' in html, html[html.find('id="selftest"') - 20:][:400]
+    if flagged:
+        assert "undertrained neural rows: Transformer (tiny)" in html and flagged == ["transformer"]
+        assert 'id="undertrained"' in html
     assert "figures decoded 6/6" in html
     T = len(res["attention"]["tokens"])
     # The self-test moved the mouse over heatmap row 1, then row T-2: the outline followed it.
