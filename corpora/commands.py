@@ -275,8 +275,6 @@ def vocab_build(source: str, output: str, min_count: Optional[str], max_size: Op
     A text file is fitted on all its lines, as `ngramlm train` counts them (a blank line is an
     empty sentence); a named corpus on its train split.
     """
-    from .vocab import Vocab
-
     mc = _parse_int(min_count, "--min-count") or 1
     ms = _parse_int(max_size, "--max-size")
     out = _check_output(output, source)
@@ -427,7 +425,7 @@ def tokenize_cmd(files: tuple, tokenizer: Optional[str], lower: Optional[bool], 
         if tokenizer is not None or lower is not None or normalize is not None:
             raise InputError("--vocab fixes the tokenizer; the tokenizer options cannot be combined with it",
                              path=vocab_path, fix="drop --tokenizer/--lower/--normalize, or drop --vocab")
-        spec = _vocab_or_model_tokenizer(vocab_path)
+        spec = _vocab_tokenizer(vocab_path)
     else:
         spec = tokenizer_spec(tokenizer, lower, normalize, TokenizerSpec()) or TokenizerSpec()
     sources = list(files) or ["-"]
@@ -456,7 +454,7 @@ def tokenize_cmd(files: tuple, tokenizer: Optional[str], lower: Optional[bool], 
             out.write(("\n".join(" ".join(t) for t in tok.encode_lines(buf)) + "\n").encode("utf-8"))
 
 
-def _vocab_or_model_tokenizer(path: str) -> TokenizerSpec:
+def _vocab_tokenizer(path: str) -> TokenizerSpec:
     """The tokenizer a vocabulary JSON records."""
     from .vocab import Vocab
 

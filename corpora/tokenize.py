@@ -39,7 +39,7 @@ import json
 import re
 import unicodedata
 from dataclasses import asdict, dataclass, replace
-from typing import Callable, Iterable, Optional
+from typing import Iterable, Optional
 
 from .errors import InputError
 
@@ -257,7 +257,7 @@ class Tokenizer:
     def encode_lines(self, lines: list) -> list:
         """The tokens of every line (the readers' path: one batch call where the tokenizer has one)."""
         if self.learns and self.spec.state is None:
-            return [self._unfitted(line) for line in lines[:1]]
+            self._unfitted("")  # raises: what it would learn is missing
         if self.spec.lower or self.spec.normalize:
             lines = [self.prepare(line) for line in lines]
         return self.split_many(list(lines))

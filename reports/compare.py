@@ -133,7 +133,7 @@ class Run(RunBase):
         import torch
 
         torch.set_num_threads(s.threads)
-        from .neural_part import adopted_row, neural_row, neural_settings
+        from .neural_part import adopted_row
 
         adopted = self.adopted if self.adopted is not None else inspect_checkpoints(s, d)
         for info in adopted:

@@ -82,16 +82,14 @@ class CompareSettings:
         if not isinstance(self.max_order, int) or isinstance(self.max_order, bool) or not 1 <= self.max_order <= MAX_ORDER:
             raise InputError(f"--max-order must be an integer from 1 to {MAX_ORDER}, got {self.max_order!r}",
                              fix="use e.g. --max-order 5")
-        if self.tokenizer is not None:
-            from corpora.tokenize import parse_tokenizer
+        from corpora.tokenize import parse_tokenizer
 
+        if self.tokenizer is not None:
             parse_tokenizer(self.tokenizer)  # an unknown kind or a bad size: InputError naming the choices
             if self.corpus == "toy":
                 raise InputError("--tokenizer does not apply to the toy corpus: it is generated as tokens",
                                  fix="drop --tokenizer, or compare on a text corpus such as timemachine")
         for tk in self.tokenizers:
-            from corpora.tokenize import parse_tokenizer
-
             if tk != "word":
                 parse_tokenizer(tk)
             if self.corpus == "toy":

@@ -250,7 +250,7 @@ def test_bench_neural_skips_emulated_bf16_at_once(monkeypatch):
 
 
 def test_reports_name_paths_relative_to_the_reader(tmp_path, monkeypatch):
-    # Before: a committed report named this machine's checkout (/work/main/runs/bench/ptb-lstm.pt).
+    # Before: a committed report named the absolute path of the checkout it ran in (.../runs/bench/ptb-lstm.pt).
     import os
 
     from corpora.textio import shown_path

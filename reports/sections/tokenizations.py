@@ -34,17 +34,29 @@ def compute(run) -> None:
     run.log(f"tokenizations: {', '.join(s.tokenizers)} ({s.curve_smoother}, orders 1..{s.max_order}, bits per byte)")
     for tk in s.tokenizers:
         own = tk == WORD and s.tokenizer is None
-        data = run.data if own else load_data(replace(s, tokenizer=None if tk == WORD else tk), run.data_dir)
-        counts = NgramCounts.from_encoded(data["train"], order=s.max_order, vocab_size=len(data.vocab))
-        wall = {r["order"]: r for r in vwall(counts, data.vocab, data["train"], data["test"])}
+        if own:  # the run's own text: its counts, V^n wall and grid rows are already computed
+            data, counts = run.data, run.counts
+            wall = {r["order"]: r for r in run.results["vwall"]}
+            done = {r["order"]: r for r in run.results.get("ngram", []) if r["model"] == s.curve_smoother}
+        else:
+            data = load_data(replace(s, tokenizer=None if tk == WORD else tk), run.data_dir)
+            counts = NgramCounts.from_encoded(data["train"], order=s.max_order, vocab_size=len(data.vocab))
+            wall = {r["order"]: r for r in vwall(counts, data.vocab, data["train"], data["test"])}
+            done = {}
         n_bytes = {split: data.sizes[split]["bytes"] for split in ("valid", "test")}
         orders = []
         for k in range(1, s.max_order + 1):
-            lm, _, error = fit_ngram(s.curve_smoother, k, counts, data["train"], data.vocab, data["valid"])
+            if k in done:
+                error = done[k].get("error")
+                scores = {split: done[k].get(split) for split in ("valid", "test")}
+            else:
+                lm, _, error = fit_ngram(s.curve_smoother, k, counts, data["train"], data.vocab, data["valid"])
+                scores = {split: split_scores(lm, data[split])[0] if lm is not None else None
+                          for split in ("valid", "test")}
             point = {"order": k, "error": error, "possible_log10": wall[k]["possible_log10"],
                      "distinct_train": wall[k]["distinct_train"], "test_unseen_share": wall[k]["test_unseen_share"]}
             for split in ("valid", "test"):
-                score = split_scores(lm, data[split])[0] if lm is not None else None
+                score = scores[split]
                 ok = score is not None and not score["zero_probs"]
                 point[f"{split}_bits_per_byte"] = -score["log2prob"] / n_bytes[split] if ok else None
                 point[f"{split}_ppl"] = score["ppl"] if ok else None
