@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
+import numpy as np
+
 from .datadir import describe_source, resolve_data_dir
 from .errors import InputError
 from .registry import SPLITS, CorpusSpec, get_spec
@@ -58,6 +60,8 @@ class Corpus:
     split_note: str = ""
     # split -> UTF-8 bytes of its text (see text_bytes): what bits per byte divide by, whatever the tokenizer.
     n_bytes: dict = field(default_factory=dict)
+    # split -> the bytes of each line (line_bytes), for intervals that resample sentences.
+    sentence_bytes: dict = field(default_factory=dict)
 
     def new_vocab(self, *, min_count: int = 1, max_size: Optional[int] = None) -> Vocab:
         """The (unfitted) vocabulary every command builds for this text: its tokenizer, and the
@@ -120,6 +124,12 @@ def text_bytes(lines: Sequence[str]) -> int:
     corpus's line filter, without its line end), plus one byte per line -- the newline a sentence end
     stands for.  Counted from the text, never from tokens, so every tokenization divides by the same."""
     return sum(len(line.encode("utf-8")) for line in lines) + len(lines)
+
+
+def line_bytes(lines: Sequence[str]) -> np.ndarray:
+    """The bytes of each line as :func:`text_bytes` counts them (its UTF-8 bytes plus the newline), so
+    ``line_bytes(lines).sum() == text_bytes(lines)``."""
+    return np.fromiter((len(line.encode("utf-8")) + 1 for line in lines), dtype=np.int64, count=len(lines))
 
 
 def tokenize_lines(lines: Sequence[str], tokenizer: TokenizerSpec, *, sentence_mode: str = "lines") -> list:
@@ -195,7 +205,8 @@ def load_corpus(
         return Corpus(name=spec.name, tokenizer=tok_spec, splits=sents, unk_token=spec.unk_token,
                       paths={s: "generated" for s in splits}, truth={s: gen.truth[s] for s in splits if s in gen.truth},
                       split_note=f"{spec.name}: generated train/valid/test",
-                      n_bytes={s: text_bytes([" ".join(x) for x in v]) for s, v in sents.items()})
+                      n_bytes={s: text_bytes([" ".join(x) for x in v]) for s, v in sents.items()},
+                      sentence_bytes={s: line_bytes([" ".join(x) for x in v]) for s, v in sents.items()})
     root = resolve_data_dir(data_dir) / spec.name
     keep_empty = spec.keep_empty_lines
 
@@ -231,7 +242,8 @@ def load_corpus(
         out = {s: tokenize_lines(raw[s], tok_spec, sentence_mode=mode) for s in splits}
     return Corpus(name=spec.name, tokenizer=tok_spec, splits=out, unk_token=spec.unk_token,
                   paths={s: paths[s] for s in splits}, split_policy="corpus", split_note=note,
-                  n_bytes={s: text_bytes(raw[s]) for s in splits})
+                  n_bytes={s: text_bytes(raw[s]) for s in splits},
+                  sentence_bytes={s: line_bytes(raw[s]) for s in splits})
 
 
 def load_text_corpus(
@@ -284,7 +296,8 @@ def load_text_corpus(
     if sentence_mode == "text":
         out = {s: [[t for sent in v for t in sent]] for s, v in out.items()}
     return Corpus(name=name, tokenizer=spec, splits=out, unk_token=unk_token, paths=paths,
-                  split_policy=policy, split_note=note, n_bytes={s: text_bytes(v) for s, v in raw.items()})
+                  split_policy=policy, split_note=note, n_bytes={s: text_bytes(v) for s, v in raw.items()},
+                  sentence_bytes={s: line_bytes(v) for s, v in raw.items()})
 
 
 def _registry_names() -> set:

@@ -62,7 +62,7 @@ def _check_vocabs(path, model, tgt_vocab, corpus) -> None:
 
 def bleu_table(model, corpus, split: str, *, beams=(1,), alphas=(0.0,), max_len: int = 30) -> list:
     """BLEU rows ``{"decoder", "beam", "alpha", "bleu", "signature"}`` on a split (beam 1 = greedy)."""
-    from .translate import beam_translate, best_translation, corpus_bleu, greedy_translate, ids_to_text
+    from .translate import beam_translate, best_translation, bleu_interval, corpus_bleu, greedy_translate, ids_to_text
 
     src, _ = corpus.encode(split)
     refs = [" ".join(t) for _, t in corpus.pairs[split]]
@@ -77,7 +77,7 @@ def bleu_table(model, corpus, split: str, *, beams=(1,), alphas=(0.0,), max_len:
             hyps = [ids_to_text(corpus.tgt_vocab, h) for h in ids]
             score, sig = corpus_bleu(hyps, refs)
             rows.append({"decoder": "greedy" if k == 1 else "beam", "beam": k, "alpha": alpha, "bleu": score,
-                         "signature": sig})
+                         "signature": sig, "ci": bleu_interval(hyps, refs)})
     return rows
 
 

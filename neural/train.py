@@ -455,6 +455,9 @@ class Trainer:
                 bar = tqdm(total=n, initial=self.position["batch"], desc=f"epoch {epoch + 1}/{cfg.epochs}",
                            unit="batch", disable=not self.progress, dynamic_ncols=True, leave=False)
                 window_loss, window_tokens, window_t0 = 0.0, 0, time.perf_counter()
+                # The training loss since the last validation (dropout on, weights moving): the
+                # history's train_ppl, the curve a report draws beside the validation one.
+                since_loss, since_tokens = 0.0, 0
                 trained_this_epoch = False
                 for k in range(self.position["batch"], n):
                     if over_budget(time.perf_counter()):
@@ -485,6 +488,8 @@ class Trainer:
                     self.position["batch"] = k + 1
                     window_loss += loss_value * n_tokens
                     window_tokens += n_tokens
+                    since_loss += loss_value * n_tokens
+                    since_tokens += n_tokens
                     if self.progress and (k + 1) % 10 == 0:
                         dt = time.perf_counter() - window_t0
                         bar.set_postfix(ppl=f"{math.exp(min(50.0, window_loss / window_tokens)):.1f}",
@@ -525,8 +530,9 @@ class Trainer:
                     self.best_val_ppl = val
                 fraction = epoch + self.position["batch"] / n
                 lr_used = self.optimizer.param_groups[0]["lr"]
+                train_ppl = math.exp(min(50.0, since_loss / since_tokens)) if since_tokens else None
                 self.history.append({"epoch": round(fraction, 4), "step": self.step, "val_ppl": val, "lr": lr_used,
-                                     "seconds": self.elapsed()})
+                                     "seconds": self.elapsed(), "train_ppl": train_ppl})
                 if epoch_done:
                     self._end_of_epoch_schedule(improved)
                     self.position = {"epoch": epoch + 1, "batch": 0}

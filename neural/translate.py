@@ -135,6 +135,27 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], *, tokeniz
     return float(result.score), str(metric.get_signature())
 
 
+def bleu_interval(hypotheses: Sequence[str], references: Sequence[str], *, resamples: int = 1000,
+                  seed: int = 20240601, level: float = 0.95, tokenize: str = "none") -> Optional[list]:
+    """The percentile bootstrap interval of corpus BLEU over the sentences (Koehn 2004): resample the test
+    pairs with replacement, recompute corpus BLEU from the resampled n-gram statistics.  The same seed and
+    draws as the perplexity intervals of a comparison (reports.bootstrap)."""
+    from sacrebleu.metrics import BLEU
+
+    n = len(hypotheses)
+    if n < 2:
+        return None
+    metric = BLEU(tokenize=tokenize, force=True)
+    # Per sentence: hypothesis and reference lengths, matched and total n-grams for n = 1..4 -- what
+    # corpus BLEU sums before its geometric mean and brevity penalty.
+    stats = np.asarray(metric._extract_corpus_statistics(list(hypotheses), [list(references)]), dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    counts = rng.multinomial(n, np.full(n, 1.0 / n), size=resamples)
+    scores = [metric._compute_score_from_stats((c @ stats).tolist()).score for c in counts]
+    lo, hi = np.quantile(scores, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return [float(lo), float(hi)]
+
+
 def attention_for(model: Seq2Seq, source: Sequence[int], target: Sequence[int]) -> Optional[np.ndarray]:
     """Teacher-forced attention weights (len(target) + 1, len(source) + 1) for a reference pair:
     rows the predicted target tokens (+ ``</s>``), columns the source tokens (+ ``</s>``)."""
@@ -150,4 +171,5 @@ def attention_for(model: Seq2Seq, source: Sequence[int], target: Sequence[int]) 
 
 
 __all__ = ["greedy_translate", "beam_translate", "best_translation", "score_pairs", "ids_to_text", "corpus_bleu",
+           "bleu_interval",
            "attention_for", "Hypothesis"]

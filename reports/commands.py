@@ -107,7 +107,7 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
               help=f"Comma-separated smoothers ({', '.join(SMOOTHERS)}).")
 @click.option("--neural", default=",".join(DEFAULT_NEURAL), show_default=True,
               help="Comma-separated neural models (lstm, gru, rnn_tanh, rnn_relu, transformer), or 'none'.")
-@click.option("--neural-minutes", type=float, default=0.6, show_default=True,
+@click.option("--neural-minutes", type=float, default=1.5, show_default=True,
               help="Wall-clock training budget per neural model, in minutes.")
 @click.option("--neural-epochs", type=int, default=None, help="Train each neural model this many epochs instead.")
 @click.option("--neural-size", type=click.Choice(NEURAL_SIZES), default="small", show_default=True,

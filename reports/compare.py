@@ -53,6 +53,7 @@ class Run(RunBase):
         self.data = data
         self.checkpoints: dict = {}  # neural row id -> checkpoint path
         self.adopted = adopted  # inspect_checkpoints(settings, data), when the caller already checked them
+        self._resamples = None  # the bootstrap's draws, shared by every row (reports.bootstrap)
 
     # ------------------------------------------------------------------ RunBase
     def load(self) -> None:
@@ -112,6 +113,9 @@ class Run(RunBase):
         count_s = time.perf_counter() - t0
         self.results["vwall"] = vwall(self.counts, d.vocab, d["train"], d["test"])
         self.results["spectrum"] = spectrum(self.counts)
+        from .sections.tokenizations import zipf
+
+        self.results["zipf"] = zipf(self.counts, d.vocab)
         self.results["counting_seconds"] = count_s
         self.log(f"counted orders 1..{self.settings.max_order} in {count_s:.1f} s; the V^n wall:")
         for r in self.results["vwall"]:
@@ -162,6 +166,21 @@ class Run(RunBase):
                     r["test_normalised"] = analysis.normalise(t["log2prob"] if t["ppl"] is not None else None,
                                                               d.sizes["test"])
                     r["above_floor"] = analysis.above_floor(t, truth)
+                    r["test_ci"] = self._interval(r["id"])
+
+    def _interval(self, row_id: str) -> Optional[dict]:
+        """The row's bootstrap 95 % intervals on test (by sentence; reports.bootstrap), from its per-token
+        scores; None for a row without them (infinite perplexity, not a distribution)."""
+        from . import bootstrap
+
+        arrays = self.arrays.get(row_id)
+        if not arrays or "test" not in arrays:
+            return None
+        d = self.data
+        if self._resamples is None:
+            self._resamples = bootstrap.resample_counts(len(bootstrap.units(d["test"].starts, d["test"].n_tokens)) - 1)
+        return bootstrap.intervals(arrays["test"], d["test"].starts, n_bytes=d.sizes["test"].get("bytes"),
+                                   unit_bytes=(d.sentence_bytes or {}).get("test"), counts=self._resamples)
 
 
 def inspect_checkpoints(settings: CompareSettings, data: CompareData) -> list:

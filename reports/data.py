@@ -35,6 +35,7 @@ class CompareData:
     toy_config: Optional[object] = None
     split_policy: str = "corpus"  # how train/valid/test were made (corpora.corpus.SPLIT_POLICIES)
     split_note: str = ""
+    sentence_bytes: dict = None  # split -> bytes of each sentence (for intervals by sentence), when known
 
     @property
     def vocab(self):
@@ -75,7 +76,9 @@ def load_data(settings: CompareSettings, data_dir: Optional[str] = None) -> Comp
         toy_config = ToyConfig()
     return CompareData(dataset=ds, name=settings.corpus, fingerprint=fingerprint(ds), sizes=sizes,
                        truth=dict(corpus.truth or {}), toy_config=toy_config, split_policy=corpus.split_policy,
-                       split_note=corpus.split_note)
+                       split_note=corpus.split_note,
+                       sentence_bytes={s: b for s, b in corpus.sentence_bytes.items()
+                                       if len(b) == ds.encoded[s].n_sentences})
 
 
 def text_sizes(sentences: list, encoded: EncodedText, spec: TokenizerSpec) -> dict:

@@ -39,10 +39,36 @@ def fmt_size(n: Optional[int]) -> str:
     return str(n)
 
 
-def fmt_seconds(s: Optional[float]) -> str:
+def fmt_seconds(s: Optional[float], unit: Optional[str] = None) -> str:
+    """Seconds as "12.3 s" or "2.1 min"; ``unit`` ("s" or "min") fixes the unit, so that a column of
+    times reads in one unit (:func:`time_unit`)."""
     if s is None:
         return "–"
-    return f"{fmt_fixed(s, 1)} s" if s < 120 else f"{fmt_fixed(s / 60, 1)} min"
+    unit = unit or ("s" if s < 120 else "min")
+    if unit == "s":
+        return f"{fmt_fixed(s, 1)} s"
+    return f"{fmt_fixed(s / 60, 2 if s < 60 else 1)} min"
+
+
+def time_unit(seconds) -> str:
+    """The one unit of a column of times: minutes when any reaches two minutes, else seconds."""
+    return "min" if any(s is not None and s >= 120 for s in seconds) else "s"
+
+
+def fmt_setting(value) -> str:
+    """A setting as a reader writes it on the command line: lists comma-separated, no Python
+    ``None``/``True``/``[]`` (an unset option reads "default" or "none")."""
+    if value is None:
+        return "default"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(fmt_setting(v) for v in value) if value else "none"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {fmt_setting(v)}" for k, v in value.items()) if value else "none"
+    return str(value)
 
 
 def fmt_share(x: float) -> str:
@@ -74,7 +100,7 @@ def fmt_budget_spec(budget: Optional[dict]) -> Optional[str]:
     return None
 
 
-def fmt_budget(r: dict) -> str:
+def fmt_budget(r: dict, unit: Optional[str] = None) -> str:
     """A neural row's budget and what the model actually cost in this run (training and
     evaluation: ``wall_seconds``), e.g. "0.6 min / 0.63 min (+5 %)" or "1 epoch / 12.3 s".
 
@@ -91,16 +117,16 @@ def fmt_budget(r: dict) -> str:
             return "–"
         return f"{spec or '–'} / {actual or '–'}"
     if r.get("stopped") == "adopted":  # trained outside this run: here it was only scored
-        return f"{spec or '–'} / {fmt_seconds(wall)} (scoring only)"
+        return f"{spec or '–'} / {fmt_seconds(wall, unit)} (scoring only)"
     by_minutes = bool(budget) and budget.get("minutes") is not None
     seconds = r.get("budget_seconds")
     if seconds is None and by_minutes:
         seconds = 60.0 * budget["minutes"]
-    if by_minutes:
+    if by_minutes:  # the budget's own unit, so budget and actual compare at a glance
         minutes = wall / 60.0
         actual = f"{fmt_fixed(minutes, 2 if minutes < 10 else 1)} min"
     else:
-        actual = fmt_seconds(wall)
+        actual = fmt_seconds(wall, unit)
     if seconds:
         return f"{spec or '–'} / {actual} ({fmt_fixed(100.0 * (wall / seconds - 1.0), 0, sign=True)} %)"
     return f"{spec or '–'} / {actual}"

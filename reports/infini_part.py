@@ -55,7 +55,10 @@ def infini_section(data, partners: list, arrays: dict) -> Optional[dict]:
             if not m.any():
                 continue
             by_n.append({"partner": p["id"], "label": p["label"], "effective_n": k, "tokens": int(m.sum()),
-                         "bits_partner": float(-a["test"][m].mean()), "bits_mixture": float(-mixed["test"][m].mean())})
+                         "bits_partner": float(-a["test"][m].mean()), "bits_mixture": float(-mixed["test"][m].mean()),
+                         # standard errors of those means (the figure's error bars)
+                         "se_partner": float(a["test"][m].std() / np.sqrt(m.sum())),
+                         "se_mixture": float(mixed["test"][m].std() / np.sqrt(m.sum()))})
     hist = np.bincount(eff, minlength=BUCKETS + 1)[1:]
     accuracy = idx.accuracy_by_n(data["test"], test, buckets=BUCKETS)
     alone = {"id": "infini", "family": "infini", "model": "infini", "label": "∞-gram (alone)",

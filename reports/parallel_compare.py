@@ -60,7 +60,7 @@ class ParallelRun(RunBase):
 
     FORMAT = FORMAT
     FORMAT_VERSION = FORMAT_VERSION
-    KEEP_ARRAYS = False  # no analysis here needs the per-token arrays
+    KEEP_ARRAYS = True  # every row's per-token scores: the bootstrap intervals of its test perplexity
 
     def __init__(self, settings, out: Path, *, data_dir: Optional[str] = None,
                  log: Optional[Callable[[str], None]] = None, verbose: bool = False) -> None:
@@ -97,6 +97,21 @@ class ParallelRun(RunBase):
         return (f"corpus {par.name} ({par.src_lang} -> {par.tgt_lang}): {sizes['train']['pairs']:,} training pairs, "
                 f"{sizes['test']['pairs']:,} test pairs; target side {par.tgt_vocab.n_types:,} types, "
                 f"{self.data['test'].n_tokens:,} test tokens predicted; results in {self.out}")
+
+    def finish(self) -> None:
+        """Each row's bootstrap 95 % interval on the test pairs (reports.bootstrap; the pair is the unit):
+        the target LMs and the translators predict the same target tokens, in the same order."""
+        from . import bootstrap
+
+        test = self.data["test"]
+        counts = None
+        for r in self.results.get("rows", []):
+            lp = (self.arrays.get(r["id"]) or {}).get("test")
+            if lp is None or len(lp) != test.n_tokens:
+                continue
+            if counts is None:
+                counts = bootstrap.resample_counts(len(bootstrap.units(test.starts, test.n_tokens)) - 1)
+            r["test_ci"] = bootstrap.intervals(lp, test.starts, counts=counts)
 
     def stages(self) -> tuple:
         return (self._ngram_stage, self._lm_stage, self._translator_stage, self._bleu_stage, self._examples_stage)

@@ -17,13 +17,14 @@ def _heatmap_png(att: dict, title: str) -> bytes:
 
     w = [[0.0 if v is None else math.exp(v) for v in row] for row in att["log_weights"]]
     fig, ax = plt.subplots(figsize=(0.5 * len(att["source"]) + 2.2, 0.4 * len(att["target"]) + 1.6))
-    ax.imshow(w, cmap="viridis", vmin=0.0, vmax=1.0)
+    image = ax.imshow(w, cmap="viridis", vmin=0.0, vmax=1.0)
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="attention weight (rows sum to 1)")
     ax.set_xticks(range(len(att["source"])))
     ax.set_yticks(range(len(att["target"])))
     ax.set_xticklabels(att["source"], rotation=60, fontsize=8)
     ax.set_yticklabels(att["target"], fontsize=8)
-    ax.set_xlabel("source token")
-    ax.set_ylabel("predicted target token")
+    ax.set_xlabel("source token (key)")
+    ax.set_ylabel("reference target token, teacher-forced (query)")
     ax.set_title(title, fontsize=9)
     return _png(fig)
 
@@ -33,6 +34,8 @@ def _row(r: dict) -> dict:
     return {"label": r["label"], "side": r.get("side", ""), "conditional": bool(r.get("conditional")),
             "order": r.get("order"), "valid": fmt_ppl(valid) if valid else "-", "test": fmt_ppl(test) if test else "-",
             "test_ppl": test.get("ppl"),
+            "ci": "" if not (r.get("test_ci") or {}).get("ppl") else
+            f"{r['test_ci']['ppl'][0]:.2f}–{r['test_ci']['ppl'][1]:.2f}",
             "size": f"{fmt_size(r.get('size'))} {r.get('size_unit') or ''}".strip(),
             "seconds": fmt_seconds(r.get("train_seconds")), "error": r.get("error"),
             "epochs": r.get("epochs"), "stopped": r.get("stopped")}
@@ -60,9 +63,15 @@ def build_context(results: dict) -> dict:
     grid = []
     for k in beams:
         for alpha in sorted({b["alpha"] for b in bleu if b["beam"] == k}):
-            cells = {b["model"]: b["bleu"] for b in bleu if b["beam"] == k and b["alpha"] == alpha}
+            cells = {b["model"]: b for b in bleu if b["beam"] == k and b["alpha"] == alpha}
             grid.append({"decoder": "greedy" if k == 1 else f"beam {k}", "alpha": alpha,
-                         "cells": [f"{cells[m]:.2f}" if m in cells else "-" for m in models]})
+                         "cells": [f"{cells[m]['bleu']:.2f}" if m in cells else "-" for m in models],
+                         "v": [cells[m]["bleu"] if m in cells else None for m in models],
+                         "ci": [f"{cells[m]['ci'][0]:.2f}–{cells[m]['ci'][1]:.2f}" if m in cells and cells[m].get("ci")
+                                else "" for m in models]})
+    top = max((v for g in grid for v in g["v"] if v is not None), default=None)
+    for g in grid:
+        g["best"] = [v is not None and v == top for v in g["v"]]
     c = results["corpus"]
     return {
         "corpus": c, "status": results.get("status"), "created": results.get("created"),
@@ -82,11 +91,13 @@ MD_TEMPLATE = """\
 
 Every model predicts the same {{ corpus.sizes.test.tgt_tokens + corpus.sizes.test.pairs }} test tokens: each target word and each `</s>`, over the same target vocabulary. Language models (n-grams, neural) see only the target side; the translators also read the source, so theirs is the *conditional* perplexity P(target | source). N-gram rows show the best order per smoother (by validation perplexity).
 
-| model | reads the source | valid ppl | test ppl | vs best target LM | size | train time |
-|---|---|---:|---:|---:|---:|---:|
+| model | reads the source | valid ppl | test ppl | test ppl 95 % CI | vs best target LM | size | train time |
+|---|---|---:|---:|---:|---:|---:|---:|
 {% for r in rows %}
-| {{ r.label }} | {{ "yes" if r.conditional else "no" }} | {{ r.valid }} | {{ r.test }} | {{ r.vs_best_lm or "-" }} | {{ r.size }} | {{ r.seconds }} |
+| {{ r.label }} | {{ "yes" if r.conditional else "no" }} | {{ r.valid }} | {{ r.test }} | {{ r.ci or "-" }} | {{ r.vs_best_lm or "-" }} | {{ r.size }} | {{ r.seconds }} |
 {% endfor %}
+
+The 95 % intervals are a bootstrap over the test pairs (1,000 resamples, the same for every model), as are BLEU's below (Koehn 2004).
 
 ## BLEU on the test pairs
 
@@ -98,7 +109,7 @@ Corpus BLEU (sacrebleu) of the translations against the one reference per pair, 
 |---|---:|{% for m in bleu_models %}---:|{% endfor %}
 
 {% for g in bleu_grid %}
-| {{ g.decoder }} | {{ g.alpha }} |{% for c in g.cells %} {{ c }} |{% endfor %}
+| {{ g.decoder }} | {{ g.alpha }} |{% for c in g.cells %} {% if g.best[loop.index0] %}**{{ c }}**{% else %}{{ c }}{% endif %}{% if g.ci[loop.index0] %} ({{ g.ci[loop.index0] }}){% endif %} |{% endfor %}
 
 {% endfor %}
 
@@ -114,7 +125,7 @@ Corpus BLEU (sacrebleu) of the translations against the one reference per pair, 
 {% if attention %}
 ## Source attention
 
-Rows: the predicted target tokens (teacher-forced on the reference); columns: the source tokens. report.html has the interactive view with a softmax-temperature slider.
+Rows: the reference target tokens, teacher-forced (the query: what the decoder reads while predicting the next token); columns: the source tokens (the keys). Colour: the attention weight, 0 to 1, each row summing to 1. report.html has the interactive view with a softmax-temperature slider.
 
 {% for a in attention %}
 ![attention {{ loop.index }}](plots/attention_{{ loop.index }}.png)
@@ -131,24 +142,26 @@ body { font-family: system-ui, sans-serif; max-width: 70em; margin: 2em auto; pa
 table { border-collapse: collapse; margin: 1em 0; } td, th { border: 1px solid #ccc; padding: 0.25em 0.6em; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; } .note { color: #555; font-size: 0.92em; }
 .heat text { font-size: 11px; } .heat rect.cell { stroke: #fff; stroke-width: 0.5; }
+.ci { color: #666; font-size: 0.85em; } td.best { font-weight: bold; } th { cursor: pointer; } .csv { font-size: 0.75em; margin-top: -0.6em; }
 </style></head><body>
 <h1>{{ corpus.name }} ({{ corpus.src_lang }} → {{ corpus.tgt_lang }})</h1>
 <p class="note">{{ corpus.sizes.train.pairs }} / {{ corpus.sizes.valid.pairs }} / {{ corpus.sizes.test.pairs }} train / valid / test pairs; target vocabulary {{ corpus.tgt_types }} types. Every model predicts the same test tokens (target words and <code>&lt;/s&gt;</code>).</p>
 <h2>Perplexity of the target sentences</h2>
-<table><tr><th>model</th><th>reads the source</th><th>valid ppl</th><th>test ppl</th><th>vs best target LM</th><th>size</th><th>train time</th></tr>
-{% for r in rows %}<tr><td>{{ r.label }}</td><td>{{ "yes" if r.conditional else "no" }}</td><td class="num">{{ r.valid }}</td><td class="num">{{ r.test }}</td><td class="num">{{ r.vs_best_lm or "-" }}</td><td class="num">{{ r.size }}</td><td class="num">{{ r.seconds }}</td></tr>
-{% endfor %}</table>
+<table id="ppl-table"><thead><tr><th>model</th><th>reads the source</th><th>valid ppl</th><th>test ppl<br><span class="ci">95 % CI</span></th><th>vs best target LM</th><th>size</th><th>train time</th></tr></thead><tbody>
+{% for r in rows %}<tr><td>{{ r.label }}</td><td>{{ "yes" if r.conditional else "no" }}</td><td class="num">{{ r.valid }}</td><td class="num" data-v="{{ r.test_ppl if r.test_ppl is not none else "" }}">{{ r.test }}{% if r.ci %}<br><span class="ci">{{ r.ci }}</span>{% endif %}</td><td class="num">{{ r.vs_best_lm or "-" }}</td><td class="num">{{ r.size }}</td><td class="num">{{ r.seconds }}</td></tr>
+{% endfor %}</tbody></table>
+<p class="note">The 95 % intervals are a bootstrap over the test pairs (1,000 resamples, the same for every model), as are BLEU's (Koehn 2004). Click a column's header to sort.</p>
 <h2>BLEU on the test pairs</h2>
 <p class="note">sacrebleu corpus BLEU over the toolkit's tokens{% if signature %}; signature <code>{{ signature }}</code>{% endif %}.</p>
-<table><tr><th>decoder</th><th>α</th>{% for m in bleu_models %}<th>{{ m }}</th>{% endfor %}</tr>
-{% for g in bleu_grid %}<tr><td>{{ g.decoder }}</td><td class="num">{{ g.alpha }}</td>{% for c in g.cells %}<td class="num">{{ c }}</td>{% endfor %}</tr>
-{% endfor %}</table>
+<table id="bleu-table"><thead><tr><th>decoder</th><th>α</th>{% for m in bleu_models %}<th>{{ m }}<br><span class="ci">95 % CI</span></th>{% endfor %}</tr></thead><tbody>
+{% for g in bleu_grid %}<tr><td>{{ g.decoder }}</td><td class="num">{{ g.alpha }}</td>{% for c in g.cells %}<td class="num{% if g.best[loop.index0] %} best{% endif %}" data-v="{{ g.v[loop.index0] if g.v[loop.index0] is not none else "" }}">{{ c }}{% if g.best[loop.index0] %} ★{% endif %}{% if g.ci[loop.index0] %}<br><span class="ci">{{ g.ci[loop.index0] }}</span>{% endif %}</td>{% endfor %}</tr>
+{% endfor %}</tbody></table>
 {% if attention %}
 <h2>Source attention</h2>
-<p class="note">Rows: predicted target tokens; columns: source tokens. The slider divides the attention scores by a temperature before the softmax (re-normalised from the stored log-weights): below 1 sharpens, above 1 flattens.</p>
+<p class="note">Rows: the reference target tokens, teacher-forced (the query); columns: the source tokens (the keys); colour: the attention weight from 0 (white) to 1 (blue), each row summing to 1. The slider divides the attention scores by a temperature before the softmax (re-normalised from the stored log-weights): below 1 sharpens, above 1 flattens.</p>
 <label>softmax temperature <input type="range" id="s2s-temp" min="-2" max="2" step="0.05" value="0"> <span id="s2s-temp-val">1.00</span></label>
 <div id="s2s-heatmaps"></div>
-<p class="note" id="s2s-selftest" data-result="not run">self-test: needs JavaScript</p>
+<p class="note" id="s2s-selftest" data-result="not run" hidden>self-test: needs JavaScript</p>
 <script>
 (function () {
   var ATT = {{ attention|tojson_safe }};
@@ -219,9 +232,10 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; } .note { color:
 {% endfor %}
 {% endif %}
 <h2>Examples</h2>
-<table><tr><th>source</th><th>reference</th>{% for m in bleu_models %}<th>{{ m }} (greedy / beam)</th>{% endfor %}</tr>
+<table id="examples-table"><tr><th>source</th><th>reference</th>{% for m in bleu_models %}<th>{{ m }} (greedy / beam)</th>{% endfor %}</tr>
 {% for e in examples %}<tr><td>{{ e.source }}</td><td>{{ e.reference }}</td>{% for m in bleu_models %}<td>{{ e.translations[m].greedy if m in e.translations else "-" }}<br>{{ e.translations[m].beam if m in e.translations else "" }}</td>{% endfor %}</tr>
 {% endfor %}</table>
+<script>{{ table_js }}</script>
 </body></html>
 """
 
@@ -236,12 +250,16 @@ def render_parallel(out: Path, results: dict) -> dict:
         atomic_write_bytes(out / "plots" / f"attention_{i}.png", png)
         pngs.append(png)
     ctx["heat_b64"] = [base64.b64encode(p).decode("ascii") for p in pngs]
+    from . import tables
+
+    ctx["table_js"] = tables.SORT_JS
     md = _env(False).from_string(MD_TEMPLATE).render(**ctx)
     html = _env(True).from_string(HTML_TEMPLATE).render(**ctx)
+    html, csvs = tables.add_csv_links(html, out)
     atomic_write_text(out / "report.md", md)
     atomic_write_text(out / "report.html", html)
     plots = [out / "plots" / f"attention_{i}.png" for i in range(1, len(pngs) + 1)]
-    _readable(out / "report.md", out / "report.html", *plots)
+    _readable(out / "report.md", out / "report.html", *plots, *csvs)
     return {"md": out / "report.md", "html": out / "report.html", "plots": [p.name for p in plots]}
 
 

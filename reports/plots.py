@@ -21,11 +21,24 @@ SIZE = (6.4, 3.6)
 DPI = 100
 FLOOR_STYLE = dict(color="black", linestyle="--", linewidth=1)
 
+# Okabe & Ito's palette (2008): eight colours that readers with any common colour-vision deficiency tell
+# apart.  Every figure cycles through it; the families keep one colour each across figures and the
+# results table (n-gram vermillion, neural blue, interpolated green, ∞-gram reddish purple).
+OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#000000")
+FAMILY_COLOURS = {"ngram": "#D55E00", "neural": "#0072B2", "interpolated": "#009E73", "infini": "#CC79A7"}
+# Lines within one family differ by marker and dash as well as colour, so no colour has to carry them alone.
+MARKERS = "osD^vP*Xph<>"
+DASHES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (1, 1)))
+# The n-gram smoothers' colours: the palette less the neural blue and black (kept for the floor).
+SMOOTHER_COLOURS = ("#D55E00", "#E69F00", "#009E73", "#56B4E9", "#CC79A7", "#F0E442", "#999999", "#882255")
+matplotlib.rcParams["axes.prop_cycle"] = matplotlib.cycler(color=list(OKABE_ITO))
+
 
 def _png(fig) -> bytes:
     buf = io.BytesIO()
     fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=DPI)
+    # bbox "tight": a legend placed outside the axes (below or beside) is kept, never clipped.
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight", pad_inches=0.1)
     plt.close(fig)
     return buf.getvalue()
 
@@ -82,25 +95,32 @@ def perplexity_by_order(results: dict) -> Optional[bytes]:
 
 
 def perplexity_by_order_figure(results: dict):
+    """Test perplexity against n, one line per smoother (left: every smoother on a log axis; right: the
+    competitive ones zoomed, orders >= 2, where they differ by a few percent and would overlap), the
+    neural models as horizontal lines in the neural family's colour, the ∞-gram mixtures at n = ∞."""
     rows = [r for r in results.get("ngram", []) if r.get("valid")]
     if not rows:
         return None
-    fig, ax = plt.subplots(figsize=(9.0, 4.0))
+    fig, (ax, zoom) = plt.subplots(1, 2, figsize=(10.0, 4.4), gridspec_kw={"width_ratios": [1.15, 1]})
     by = {}
     for r in rows:
         by.setdefault(r["model"], []).append(r)
-    for model, rs in by.items():
-        rs = sorted(rs, key=lambda r: r["order"])
-        xs = [r["order"] for r in rs if r["test"]["ppl"] is not None]
-        ys = [r["test"]["ppl"] for r in rs if r["test"]["ppl"] is not None]
+    finite = {m: sorted((r for r in rs if r["test"]["ppl"] is not None), key=lambda r: r["order"])
+              for m, rs in by.items()}
+    styles = {}
+    for i, (model, rs) in enumerate(by.items()):
+        styles[model] = dict(color=SMOOTHER_COLOURS[i % len(SMOOTHER_COLOURS)], marker=MARKERS[i % len(MARKERS)],
+                             linestyle=DASHES[i % len(DASHES)], markersize=5)
+        xs = [r["order"] for r in finite[model]]
+        ys = [r["test"]["ppl"] for r in finite[model]]
         if xs:
-            ax.semilogy(xs, ys, "o-", label=rs[0]["label"].rsplit(" ", 1)[0])
+            ax.semilogy(xs, ys, label=rs[0]["label"].rsplit(" ", 1)[0], **styles[model])
         inf = [r["order"] for r in rs if r["test"]["ppl"] is None]
         if inf:
             # Infinite perplexity: a cross at the top edge of the axes.
             top = blended_transform_factory(ax.transData, ax.transAxes)
-            ax.plot(inf, [0.97] * len(inf), "x", color="tab:red", markersize=9, transform=top, clip_on=False,
-                    label=f"{model}: infinite (test events with probability 0)")
+            ax.plot(inf, [0.97] * len(inf), "x", color=styles[model]["color"], markersize=9, transform=top,
+                    clip_on=False, label=f"{rs[0]['label'].rsplit(' ', 1)[0]}: infinite (a test event has probability 0)")
     orders = sorted({r["order"] for r in rows})
     ticks, tick_labels = list(orders), [str(o) for o in orders]
     sec = results.get("infini") or {}
@@ -111,27 +131,52 @@ def perplexity_by_order_figure(results: dict):
         ticks.append(x_inf)
         tick_labels.append("∞")
         ax.axvline(x_inf - 0.5, color="0.8", linewidth=0.8, linestyle=":")
-        for r in sec.get("rows", []):
+        for j, r in enumerate(sec.get("rows", [])):
             if r.get("test") and r["test"].get("ppl") is not None:
-                ax.semilogy([x_inf], [r["test"]["ppl"]], "*", markersize=11, label=r["label"])
+                # stars at n = ∞, told apart by colour (the ∞-gram's, then the palette's)
+                ax.semilogy([x_inf], [r["test"]["ppl"]], marker="*", linestyle="none",
+                            color=(FAMILY_COLOURS["infini"], "#009E73", "#E69F00", "#56B4E9")[j % 4], markersize=11,
+                            label=r["label"])
         if sec.get("alone"):
             top = blended_transform_factory(ax.transData, ax.transAxes)
-            ax.plot([x_inf], [0.97], "x", color="tab:red", markersize=9, transform=top, clip_on=False,
-                    label="∞-gram alone: infinite (test events with probability 0)")
-    greys = ("0.35", "0.55", "0.7", "0.45", "0.6")
-    for i, r in enumerate(results.get("neural", [])):
-        if r.get("test"):
-            ax.axhline(r["test"]["ppl"], linestyle="-.", linewidth=1.2, color=greys[i % len(greys)],
-                       label=r["label"])
+            ax.plot([x_inf], [0.97], "x", color=FAMILY_COLOURS["infini"], markersize=9, transform=top, clip_on=False,
+                    label="∞-gram alone: infinite (a test event has probability 0)")
+    neural = [r for r in results.get("neural", []) if (r.get("test") or {}).get("ppl") is not None]
     floor = _floor(results)
-    if floor:
-        ax.axhline(floor, label=f"true perplexity (floor) {floor:.1f}", **FLOOR_STYLE)
+    for target in (ax, zoom):
+        for i, r in enumerate(neural):
+            target.axhline(r["test"]["ppl"], linestyle=DASHES[(i + 1) % len(DASHES)], linewidth=1.4,
+                           color=FAMILY_COLOURS["neural"], label=r["label"] if target is ax else None)
+        if floor:
+            target.axhline(floor, label=f"true perplexity (floor) {floor:.1f}" if target is ax else None, **FLOOR_STYLE)
     ax.set_xlabel("order n")
     ax.set_ylabel("test perplexity (log scale)")
     ax.set_xticks(ticks)
     ax.set_xticklabels(tick_labels)
-    ax.set_title("Perplexity against order, per smoother")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    ax.set_title("Perplexity against order: every smoother")
+    # The zoom: orders >= 2 of the smoothers whose best is within 40 % of the overall best, each line
+    # nudged sideways a little so equal values (KN and MKN) stay visible side by side.
+    best = {m: min(r["test"]["ppl"] for r in rs) for m, rs in finite.items() if rs}
+    overall = min(best.values()) if best else None
+    shown = [m for m in by if m in best and best[m] <= 1.4 * overall]
+    lo, hi = math.inf, 0.0
+    for i, m in enumerate(shown):
+        pts = [r for r in finite[m] if r["order"] >= 2] or finite[m]
+        dx = (i - (len(shown) - 1) / 2) * 0.04
+        zoom.plot([r["order"] + dx for r in pts], [r["test"]["ppl"] for r in pts],
+                  label=by[m][0]["label"].rsplit(" ", 1)[0], **styles[m])
+        lo, hi = min(lo, *(r["test"]["ppl"] for r in pts)), max(hi, *(r["test"]["ppl"] for r in pts))
+    if shown:
+        extra = [r["test"]["ppl"] for r in neural] + ([floor] if floor else [])
+        pad = 0.04 * (hi - lo if hi > lo else hi)
+        zoom.set_ylim(min([lo] + [e for e in extra if e >= lo * 0.6]) - pad, hi + pad)
+        zoom.set_xticks([o for o in orders if o >= 2] or orders)
+        zoom.legend(fontsize=7, loc="best")
+    zoom.set_xlabel("order n")
+    zoom.set_ylabel("test perplexity")
+    zoom.set_title("Zoom: the smoothers within 40 % of the best", fontsize=10)
+    zoom.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.16), ncol=3, borderaxespad=0.0)
     return fig
 
 
@@ -151,17 +196,25 @@ def count_spectrum(results: dict) -> Optional[bytes]:
 
 
 def learning_curves(results: dict) -> Optional[bytes]:
+    fig = learning_curves_figure(results)
+    return None if fig is None else _png(fig)
+
+
+def learning_curves_figure(results: dict):
     lc = results.get("learning_curves") or {}
     series = lc.get("series") or []
     if not series:
         return None
     fig, ax = plt.subplots(figsize=SIZE)
     rows = {r["id"]: r for r in results.get("neural", [])}
+    seen: dict = {}
     for s in series:
         pts = [p for p in s["points"] if p.get("test") and p["test"]["ppl"] is not None]
         if pts:
+            i = seen[s["family"]] = seen.get(s["family"], -1) + 1  # the family's colour; marker and dash differ
             line, = ax.loglog([p["train_tokens"] for p in pts], [p["test"]["ppl"] for p in pts],
-                              "o-" if s["family"] == "ngram" else "s-", label=s["label"])
+                              color=FAMILY_COLOURS.get(s["family"]), marker=MARKERS[i + (0 if s["family"] == "ngram" else 1)],
+                              linestyle=DASHES[i % len(DASHES)], label=s["label"])
             row, full = rows.get(s["id"]), pts[-1]
             if s["family"] == "neural" and row and (row.get("test") or {}).get("ppl") and full.get("key") != row.get("key"):
                 # The results table's model (the main budget), where the curve's 100 % point is another run.
@@ -174,46 +227,71 @@ def learning_curves(results: dict) -> Optional[bytes]:
     ax.set_ylabel("test perplexity (log scale)")
     ax.set_title("Learning curves")
     ax.legend(fontsize=8)
-    return _png(fig)
+    return fig
 
 
 def interpolation(results: dict) -> Optional[bytes]:
+    fig = interpolation_figure(results)
+    return None if fig is None else _png(fig)
+
+
+def interpolation_figure(results: dict):
     rows = results.get("interpolation") or []
     if not rows:
         return None
     fig, ax = plt.subplots(figsize=SIZE)
     for r in rows:
         xs, ys = zip(*r["curve"])
-        line, = ax.plot(xs, ys, "-", label=f"{r['components'][0]} + {r['components'][1]}")
+        line, = ax.semilogy(xs, ys, "-", label=f"{r['components'][0]} + {r['components'][1]}")
         ax.plot([r["lambda"]], [r["valid"]["ppl"]], "o", color=line.get_color())
     ax.set_xlabel("weight of the n-gram model $\\lambda$")
-    ax.set_ylabel("validation perplexity")
+    ax.set_ylabel("validation perplexity (log scale)")
+    ax.grid(alpha=0.3, which="both")
     ax.set_title("$p = \\lambda\\, p_{ngram} + (1-\\lambda)\\, p_{neural}$, tuned on validation")
     ax.legend(fontsize=8)
-    return _png(fig)
+    return fig
 
 
 def effective_n(results: dict) -> Optional[bytes]:
+    fig = effective_n_figure(results)
+    return None if fig is None else _png(fig)
+
+
+def effective_n_figure(results: dict):
+    """Left: how the test tokens spread over the ∞-gram's effective n.  Right: bits per token at each
+    effective n, each partner alone (dashed, hollow) and mixed with the ∞-gram (solid, filled), one
+    colour per partner, with 95 % error bars (1.96 standard errors of the mean)."""
     sec = results.get("infini")
     if not sec:
         return None
-    fig, ax = plt.subplots(figsize=SIZE)
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11.0, 3.8))
     xs = np.arange(1, len(sec["effective_n_hist"]) + 1)
     total = max(1, sum(sec["effective_n_hist"]))
-    ax.bar(xs, [100.0 * h / total for h in sec["effective_n_hist"]], color="#bbbbbb", label="test tokens (%)")
+    ax.bar(xs, [100.0 * h / total for h in sec["effective_n_hist"]], color=FAMILY_COLOURS["infini"], alpha=0.8)
     ax.set_xticks(xs, sec["buckets"])
     ax.set_xlabel("effective n (longest history the training text holds + 1)")
     ax.set_ylabel("share of test tokens (%)")
-    ax2 = ax.twinx()
-    for partner in dict.fromkeys(r["partner"] for r in sec["by_n"]):
+    ax.set_title("Where the test tokens fall")
+    partners = list(dict.fromkeys(r["partner"] for r in sec["by_n"]))
+    for i, partner in enumerate(partners):
         pts = [r for r in sec["by_n"] if r["partner"] == partner]
-        k = [r["effective_n"] for r in pts]
-        line, = ax2.plot(k, [r["bits_partner"] for r in pts], "o--", label=f"{pts[0]['label']}")
-        ax2.plot(k, [r["bits_mixture"] for r in pts], "o-", color=line.get_color(), label=f"∞-gram + {pts[0]['label']}")
-    ax2.set_ylabel("bits per token")
+        colour = OKABE_ITO[(i + 4) % len(OKABE_ITO)] if i < 7 else None
+        dx = (i - (len(partners) - 1) / 2) * 0.08  # side by side, so the error bars do not hide each other
+        k = np.array([r["effective_n"] for r in pts], dtype=float) + dx
+        for key, style, label in (("partner", dict(linestyle="--", markerfacecolor="white"), pts[0]["label"]),
+                                  ("mixture", dict(linestyle="-"), f"∞-gram + {pts[0]['label']}")):
+            err = [1.96 * r[f"se_{key}"] for r in pts] if all(f"se_{key}" in r for r in pts) else None
+            ax2.errorbar(k + (0.03 if key == "mixture" else -0.03), [r[f"bits_{key}"] for r in pts], yerr=err,
+                         marker=MARKERS[i % len(MARKERS)], color=colour, capsize=2, markersize=5, linewidth=1.2,
+                         label=label, **style)
+    ax2.set_xticks(xs, sec["buckets"])
+    ax2.set_xlabel("effective n")
+    ax2.set_ylabel("test bits per token")
+    ax2.set_title("Bits per token by effective n (95 % error bars)")
+    ax2.grid(alpha=0.3)
     ax2.legend(fontsize=7, loc="best")
-    ax.set_title("n → ∞: how long a history the training text supports")
-    return _png(fig)
+    fig.suptitle("n → ∞: how long a history the training text supports", fontsize=11)
+    return fig
 
 
 def attention_labels(att: dict) -> list:
@@ -224,6 +302,11 @@ def attention_labels(att: dict) -> list:
 
 
 def attention_static(results: dict) -> Optional[bytes]:
+    fig = attention_static_figure(results)
+    return None if fig is None else _png(fig)
+
+
+def attention_static_figure(results: dict):
     """Mean attention over the last layer's heads (the HTML report has the interactive view)."""
     att = results.get("attention")
     if not att or not att.get("log_weights"):
@@ -239,15 +322,16 @@ def attention_static(results: dict) -> Optional[bytes]:
                     mean[i][j] += math.exp(v) / len(heads)
     labels = attention_labels(att)
     fig, ax = plt.subplots(figsize=(6.4, 6.0))
-    ax.imshow(mean, cmap="viridis")
+    image = ax.imshow(mean, cmap="viridis", vmin=0.0)
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="attention weight (rows sum to 1)")
     ax.set_xticks(range(T))
     ax.set_yticks(range(T))
     ax.set_xticklabels(labels, rotation=90, fontsize=6)
     ax.set_yticklabels(labels, fontsize=6)
-    ax.set_xlabel("attended token")
-    ax.set_ylabel("reading token")
+    ax.set_xlabel("attended-to position (key)")
+    ax.set_ylabel("reading position (query): the reference text, teacher-forced")
     ax.set_title(f"{att['label']}: last layer, mean over heads")
-    return _png(fig)
+    return fig
 
 
 def all_plots(results: dict, functions: dict) -> dict:

@@ -74,9 +74,11 @@ class RunBase:
         return self.results
 
     # ------------------------------------------------------------------ one cached row per model
-    def _cached_or(self, kind: str, settings: dict, compute: Callable[[str], tuple], keep_arrays: bool = True) -> dict:
-        """The row of the model ``settings`` describe: from the cache, else ``compute(key)`` (then cached)."""
-        key = cache_key(kind, settings, self.fingerprint)
+    def _cached_or(self, kind: str, settings: dict, compute: Callable[[str], tuple], keep_arrays: bool = True,
+                   fingerprint: Optional[str] = None) -> dict:
+        """The row of the model ``settings`` describe: from the cache, else ``compute(key)`` (then cached).
+        ``fingerprint``: the text it is trained and scored on, when not the run's own (another tokenization)."""
+        key = cache_key(kind, settings, fingerprint or self.fingerprint)
         t0 = time.perf_counter()
         row = self.cache.get(key)
         if row is not None:

@@ -36,7 +36,7 @@ class CompareSettings:
     max_order: int = 5  # n-gram orders 1..max_order
     smoothers: tuple = DEFAULT_SMOOTHERS
     neural: tuple = DEFAULT_NEURAL  # () for --neural none
-    neural_minutes: Optional[float] = 0.6  # wall-clock training budget per neural model
+    neural_minutes: Optional[float] = 1.5  # wall-clock training budget per neural model (0.6 left the toy Transformer under one epoch)
     neural_epochs: Optional[int] = None  # or: a fixed number of epochs (then neural_minutes is None)
     neural_size: str = "small"  # tiny | small | default (the `neural train` defaults)
     checkpoints: tuple = ()  # neural checkpoints trained elsewhere, scored instead of training that model

@@ -6,7 +6,8 @@ Both templates receive the context of :func:`reports.render.build_context`.
 """
 from .sections import SECTIONS
 
-MD_HEAD = r"""# Count vs neural language models on `{{ corpus.name }}`
+MD_HEAD = r"""{% macro b(m, col) %}{% if col in m.best %}**{{ m[col] }}**{% else %}{{ m[col] }}{% endif %}{% endmacro %}
+# Count vs neural language models on `{{ corpus.name }}`
 
 {{ "{:,}".format(sizes.train.tokens) }} training tokens, {{ "{:,}".format(sizes.valid.tokens) }} validation and {{ "{:,}".format(sizes.test.tokens) }} test tokens ({{ units.tokens }}), one vocabulary of {{ "{:,}".format(corpus.n_types) }} predicted types and one tokenization (`{{ tokenizer }}`) for every model.
 Run: {{ r.created }}, status **{{ status }}**, {{ timing.total }} in all ({{ timing.trained }} models trained, {{ timing.cached }} from the cache).
@@ -15,13 +16,33 @@ Run: {{ r.created }}, status **{{ status }}**, {{ timing.total }} in all ({{ tim
 The toy corpus comes from a known probabilistic automaton: the **true perplexity of the test text is {{ truth.perplexity|fixed(2) }}** ({{ truth.bits_per_token|fixed(4) }} bits per token), a floor no model beats on average. "Above the floor" is the model's test bits per token minus the truth's (and the ratio of perplexities).
 {% endif %}
 
+## Summary
+
+{% for b in top.best %}
+- Best {{ b.family }} model (on valid): **{{ b.label }}**, test perplexity {{ b.test }}{% if b.ci != "–" %} (95 % CI {{ b.ci }}){% endif %}, {{ b.bpb }} bits per byte.
+{% endfor %}
+{% if top.headline %}
+- {{ top.headline }}
+{% endif %}
+{% if top.vn %}
+- {{ top.vn }}
+{% endif %}
+
 ## Results
 
-| model | valid ppl | test ppl | test bits/token | above the floor | bits/byte | bits/char | bits/word | size | training | | budget / actual | notes |
-|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|
+Families: {% for f in families %}{{ f.name }}{% if not loop.last %}, {% endif %}{% endfor %}. The best value of each column is **bold**; the 95 % interval is a bootstrap over the test sentences (1,000 resamples, the same for every model).
+
+| model | family | valid ppl | test ppl | test ppl 95 % CI | test bits/token |{% if has_floor %} above the floor |{% endif %} bits/byte{% if not has_bpc %} (= bits/char){% endif %} |{% if has_bpc %} bits/char |{% endif %}{% if has_bpw %} bits/word |{% endif %} size | training ({{ time_unit }}) | budget / actual | notes |
+|---|---|---:|---:|---:|---:|{% if has_floor %}---:|{% endif %}---:|{% if has_bpc %}---:|{% endif %}{% if has_bpw %}---:|{% endif %}---:|---:|---:|---|
 {% for m in summary %}
-| {{ m.label }} | {{ m.valid }} | {{ m.test }} | {{ m.bpt }} | {{ m.floor }} | {{ m.bpb }} | {{ m.bpc }} | {{ m.bpw }} | {{ m.size }} {{ m.size_unit }} | {{ m.train }} | {{ m.cached }} | {{ m.budget }} | {{ m.note }} |
+| {{ m.label }} | {{ m.family_name }} | {{ b(m, "valid") }} | {{ b(m, "test") }} | {{ m.ci }} | {{ b(m, "bpt") }} |{% if has_floor %} {{ m.floor }} |{% endif %} {{ b(m, "bpb") }} |{% if has_bpc %} {{ b(m, "bpc") }} |{% endif %}{% if has_bpw %} {{ b(m, "bpw") }} |{% endif %} {{ m.size }} {{ m.size_unit }} | {{ m.train }} | {{ m.budget }} | {% for n in m.refs %}[{{ n }}]{% endfor %} |
 {% endfor %}
+{% if footnotes %}
+
+{% for f in footnotes %}
+- [{{ f.n }}] {{ f.text }}
+{% endfor %}
+{% endif %}
 
 N-gram models are shown at their best order on validation; every order is in section {{ sec.orders }}.
 {% if has_neural %}"Budget / actual": each neural model's training budget, and what the model cost in this run (training and evaluation, wall clock), with the overrun of a time budget in %.
@@ -54,14 +75,15 @@ With log2P the total log2 probability a model gives the test text's N predicted 
 
 ## Settings
 
-```
-{% for k, v in s.items() %}
-{{ k }} = {{ v }}
+| setting | value |
+|---|---|
+{% for k, v in settings_shown.items() %}
+| {{ k.replace("_", " ") }} | `{{ v }}` |
 {% endfor %}
-```
 """
 
-HTML_HEAD = r"""<!DOCTYPE html>
+HTML_HEAD = r"""{% macro num(m, col) %}<td class="num{% if col in m.best %} best{% endif %}" data-v="{{ m["v_" + col] if m["v_" + col] is not none else "" }}">{{ m[col] }}{% if col in m.best %} ★{% endif %}</td>{% endmacro %}
+<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -72,8 +94,6 @@ h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 
 table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.85em; }
 th, td { border: 1px solid #ddd; padding: 3px 7px; } th { background: #f4f4f4; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-tr.neural td:first-child { border-left: 3px solid #2166ac; } tr.interpolated td:first-child { border-left: 3px solid #1b7837; }
-tr.ngram td:first-child { border-left: 3px solid #b2182b; }
 tr.budget td { color: #666; font-size: 0.9em; } .nw { white-space: nowrap; }
 .note { color: #666; font-size: 0.85em; }
 .floor { background: #fff7d6; padding: 0.5em 0.8em; border: 1px solid #eed27a; }
@@ -92,7 +112,15 @@ figure { margin: 0.8em 0; } figure img { max-width: 100%; border: 1px solid #eee
 #att-heatmap { display: block; margin-top: 0.5em; }
 #att-heatmap rect.row-outline { fill: none; stroke: #d6604d; stroke-width: 2; pointer-events: none; }
 #att-heatmap text.row-label { cursor: pointer; } #att-heatmap text.row-label.focus { font-weight: bold; fill: #b2182b; }
-#selftest { font-size: 0.75em; color: #888; }
+#selftest { display: none; }
+.scroll { overflow-x: auto; max-width: 100%; }
+td.best { font-weight: bold; } .ci { color: #666; font-size: 0.85em; font-weight: normal; }
+.chip { display: inline-block; padding: 0 0.5em; margin-right: 0.4em; border-left: 4px solid; font-size: 0.85em; }
+.chip.ngram, tr.ngram td:first-child { border-left: 4px solid #D55E00; } .chip.neural, tr.neural td:first-child { border-left: 4px solid #0072B2; }
+.chip.interpolated, tr.interpolated td:first-child { border-left: 4px solid #009E73; } .chip.infini, tr.infini td:first-child { border-left: 4px solid #CC79A7; }
+table.sortable th { cursor: pointer; } table.sortable th[aria-sort]::after { content: attr(data-arrow); font-size: 0.8em; }
+.csv { font-size: 0.75em; margin: -0.5em 0 0.8em 0; }
+.footnotes { margin-top: 0; }
 </style>
 </head>
 <body>
@@ -103,13 +131,27 @@ Run {{ r.created }}, status <b>{{ status }}</b>, {{ timing.total }} in all ({{ t
 <p class="floor">The toy corpus comes from a known probabilistic automaton: the <b>true perplexity of the test text is {{ truth.perplexity|fixed(2) }}</b> ({{ truth.bits_per_token|fixed(4) }} bits per token), a floor no model beats on average. “Above the floor” is each model's test bits per token minus the truth's, and the ratio of perplexities.</p>
 {% endif %}
 
-<h2 id="results">Results</h2>
-<table id="results-table">
-<tr><th>model</th><th>valid ppl</th><th>test ppl</th><th>test bits/token</th><th>above the floor</th><th title="bits per UTF-8 byte of the test text: comparable across tokenizations">bits/byte</th><th>bits/char</th><th>bits/word</th><th>size</th><th>training</th><th></th><th title="the training budget, and what the model cost in this run: training and evaluation, wall clock">budget / actual</th><th>notes</th></tr>
-{% for m in summary %}
-<tr class="{{ m.family }}"{% if m.undertrained %} data-undertrained="1"{% endif %}><td>{{ m.label }}</td><td class="num">{{ m.valid }}</td><td class="num">{{ m.test }}</td><td class="num">{{ m.bpt }}</td><td class="num">{{ m.floor }}</td><td class="num">{{ m.bpb }}</td><td class="num">{{ m.bpc }}</td><td class="num">{{ m.bpw }}</td><td class="num">{{ m.size }} <span class="note">{{ m.size_unit }}</span></td><td class="num">{{ m.train }}</td><td>{{ m.cached }}</td><td class="num budget" title="{{ m.budget }}">{% for part in m.budget.split(" / ") %}{% if not loop.first %} {% endif %}<span class="nw">{{ part }}{% if not loop.last %} /{% endif %}</span>{% endfor %}</td><td class="note">{{ m.note }}</td></tr>
+<h2 id="summary">Summary</h2>
+<ul id="summary-list">
+{% for b in top.best %}<li>Best {{ b.family }} model (on valid): <b>{{ b.label }}</b>, test perplexity {{ b.test }}{% if b.ci != "–" %} (95 % CI {{ b.ci }}){% endif %}, {{ b.bpb }} bits per byte.</li>
 {% endfor %}
+{% if top.headline %}<li>{{ top.headline }}</li>{% endif %}
+{% if top.vn %}<li>{{ top.vn }}</li>{% endif %}
+</ul>
+
+<h2 id="results">Results</h2>
+<p class="legend-families">{% for f in families %}<span class="chip {{ f.family }}">{{ f.name }}</span>{% endfor %} <span class="note">the colour of each family, in the table's left edge and in every figure; <b>★</b> the best value of a column; click a column's header to sort; the 95 % interval is a bootstrap over the test sentences (1,000 resamples, the same for every model).</span></p>
+<div class="scroll">
+<table id="results-table" class="sortable">
+<thead><tr><th>model</th><th>valid ppl</th><th title="test perplexity, and its 95 % bootstrap interval (by sentence) below">test ppl<br><span class="ci">95 % CI</span></th><th>test bits/token</th>{% if has_floor %}<th title="test bits per token minus the true language's, and the ratio of perplexities">above the floor</th>{% endif %}<th title="bits per UTF-8 byte of the test text: comparable across tokenizations">bits/byte{% if not has_bpc %}<br><span class="ci">= bits/char</span>{% endif %}</th>{% if has_bpc %}<th>bits/char</th>{% endif %}{% if has_bpw %}<th>bits/word</th>{% endif %}<th>size</th><th title="training wall time; a cached model cost nothing in this run">training ({{ time_unit }})</th><th title="the training budget, and what the model cost in this run: training and evaluation, wall clock">budget / actual</th><th>notes</th></tr></thead>
+<tbody>
+{% for m in summary %}
+<tr class="{{ m.family }}"{% if m.undertrained %} data-undertrained="1"{% endif %}><td>{{ m.label }}</td>{{ num(m, "valid") }}<td class="num{% if "test" in m.best %} best{% endif %}" data-v="{{ m.v_test if m.v_test is not none else "" }}">{{ m.test }}{% if "test" in m.best %} ★{% endif %}{% if m.ci != "–" %}<br><span class="ci">{{ m.ci }}</span>{% endif %}</td>{{ num(m, "bpt") }}{% if has_floor %}<td class="num" data-v="{{ m.v_floor if m.v_floor is not none else "" }}">{{ m.floor }}</td>{% endif %}<td class="num{% if "bpb" in m.best %} best{% endif %}" data-v="{{ m.v_bpb if m.v_bpb is not none else "" }}"{% if m.ci_bpb %} title="95 % CI {{ m.ci_bpb }}"{% endif %}>{{ m.bpb }}{% if "bpb" in m.best %} ★{% endif %}</td>{% if has_bpc %}{{ num(m, "bpc") }}{% endif %}{% if has_bpw %}{{ num(m, "bpw") }}{% endif %}<td class="num" data-v="{{ m.v_size if m.v_size is not none else "" }}">{{ m.size }} <span class="note">{{ m.size_unit }}</span></td><td class="num" data-v="{{ m.v_train if m.v_train is not none else "" }}" title="{{ m.cached }}">{{ m.train }}</td><td class="num budget">{% for part in m.budget.split(" / ") %}{% if not loop.first %} {% endif %}<span class="nw">{{ part }}{% if not loop.last %} /{% endif %}</span>{% endfor %}</td><td class="note">{% for n in m.refs %}<a href="#note-{{ n }}">[{{ n }}]</a>{% endfor %}</td></tr>
+{% endfor %}
+</tbody>
 </table>
+</div>
+{% if footnotes %}<ol class="note footnotes">{% for f in footnotes %}<li id="note-{{ f.n }}">{{ f.text }}</li>{% endfor %}</ol>{% endif %}
 <p class="note">N-gram models at their best order on validation (every order is in section {{ sec.orders }}). {% if has_neural %}“Budget / actual”: each neural model's training budget, and what the model cost in this run (training and evaluation, wall clock), with the overrun of a time budget in %. {% endif %}{% if neural_none %}Neural models were not run (<code>--neural none</code>).{% endif %}</p>
 {% if undertrained %}<p class="floor" id="undertrained"><b>Warning: undertrained neural models</b> &mdash; their numbers are not a result (give them a larger budget): {% for u in undertrained %}{{ u.label }}: {{ u.why }}{% if not loop.last %}; {% endif %}{% endfor %}.</p>{% endif %}
 {% if problems %}<p class="note">Not estimated:</p><ul class="note" id="problems">{% for p in problems %}<li><code>{{ p.id }}</code>: {{ p.error }}</li>{% endfor %}</ul>{% endif %}
@@ -120,11 +162,12 @@ HTML_TAIL = r"""<h2 id="normalisation">Normalising across tokenizations</h2>
 <p>With log<sub>2</sub>P the total log<sub>2</sub> probability a model gives the N predicted tokens of the test text: bits per token = −log<sub>2</sub>P / N (perplexity = 2<sup>bits per token</sup>), bits per byte = −log<sub>2</sub>P / B (B: the UTF-8 bytes of the test text as read, one byte, the newline, per sentence end; the same whatever the tokenizer), bits per character = −log<sub>2</sub>P / C, bits per word = −log<sub>2</sub>P / W, where C counts the characters of the detokenized test text with one newline per sentence (the character a sentence end stands for) and W its whitespace-separated words. Here {% if sizes.test.bytes %}B = {{ "{:,}".format(sizes.test.bytes) }}, {% endif %}C = {{ "{:,}".format(sizes.test.chars) }}, W = {{ "{:,}".format(sizes.test.words) }}, N = {{ "{:,}".format(sizes.test.tokens) }}. All models above share one tokenization, so these columns rank them alike; bits per byte (or per character) compare models that cut the same text differently (section {{ sec.tokenizations }}).</p>
 
 <h2 id="settings">Settings</h2>
-<table id="settings-table">
-{% for k, v in s.items() %}<tr><td>{{ k }}</td><td><code>{{ v }}</code></td></tr>
+<table id="settings-table" class="nosort">
+<thead><tr><th>setting</th><th>value</th></tr></thead>
+{% for k, v in settings_shown.items() %}<tr><td>{{ k.replace("_", " ") }}</td><td><code>{{ v }}</code></td></tr>
 {% endfor %}
 </table>
-<p id="selftest" data-result="not-run">self-test not run</p>
+<p id="selftest" data-result="not-run" hidden>self-test not run</p>
 
 <script>
 {% raw %}
@@ -265,8 +308,10 @@ HTML_TAIL = r"""<h2 id="normalisation">Normalising across tokenizations</h2>
       ok = ok && decoded === imgs.length;
       // A neural row whose numbers are not a result (stopped before an epoch, or worse than the unigram)
       // fails the self-test: a reader must not take it for a comparison.
-      var flagged = Array.from(document.querySelectorAll("#results-table tr[data-undertrained]"))
-        .map(function (tr) { return tr.cells[0].textContent; });
+      // (the results table's rows by their label; another table's, e.g. the tokenizations ranking, by table and model)
+      var flagged = Array.from(document.querySelectorAll("table tr[data-undertrained]")).map(function (tr) {
+        var id = tr.closest("table").id;
+        return id === "results-table" ? tr.cells[0].textContent : id + ": " + tr.cells[2].textContent; });
       notes.push(flagged.length ? "undertrained neural rows: " + flagged.join(", ") : "no undertrained neural rows");
       ok = ok && flagged.length === 0;
       if (A) {
@@ -332,6 +377,7 @@ HTML_TAIL = r"""<h2 id="normalisation">Normalising across tokenizations</h2>
 })();
 {% endraw %}
 </script>
+<script>{{ table_js }}</script>
 </body>
 </html>
 """

@@ -24,9 +24,9 @@ def _without_images(path: Path) -> str:
     return re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "data:image/png;base64,...", path.read_text("utf-8"))
 
 
-def test_there_are_examples_for_words_and_tokenizations():
+def test_there_are_examples_for_words_tokenizations_and_translation():
     names = {p.name for p in EXAMPLES}
-    assert {"toy", "ptb-tokenizations"} <= names
+    assert {"toy", "ptb-tokenizations", "fra-eng"} <= names
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
@@ -58,14 +58,56 @@ def test_an_example_is_what_report_renders_from_its_results(example, tmp_path, r
     assert sorted(p.name for p in (copy / "plots").iterdir()) == sorted(p.name for p in (example / "plots").iterdir())
 
 
+# Clicks the header of every numeric column of every sortable table and checks the body rows come out in
+# ascending order of their numbers (cells without a number last); counts the images that decoded.
+SORT_CHECK = r"""<script>
+window.addEventListener("load", function () {
+  var out = {tables: 0, columns: 0, bad: [], images: 0, decoded: 0};
+  var num = function (td) { var v = td.getAttribute("data-v"); var t = (v !== null && v !== "") ? v : td.textContent;
+    var m = t.replace(/,/g, "").replace(/[★%\s]/g, " ").trim().match(/^[+-]?\d+(\.\d+)?(e[+-]?\d+)?/i); return m ? parseFloat(m[0]) : null; };
+  document.querySelectorAll("table.sortable").forEach(function (t) {
+    var head = t.tHead ? t.tHead.rows[0] : t.rows[0];
+    var body = function () { return Array.from(t.rows).filter(function (r) { return r !== head && !r.classList.contains("fixed"); }); };
+    if (body().length < 2) { return; }
+    out.tables += 1;
+    Array.from(head.cells).forEach(function (th, c) {
+      if (!body().every(function (r) { return r.cells[c] && (num(r.cells[c]) !== null || /^[–-]?$/.test(r.cells[c].textContent.trim())); })) { return; }
+      if (body().every(function (r) { return num(r.cells[c]) === null; })) { return; }
+      th.click(); out.columns += 1;
+      var xs = body().map(function (r) { return num(r.cells[c]); });
+      var nums = xs.filter(function (x) { return x !== null; });
+      var sorted = nums.every(function (x, i) { return i === 0 || nums[i - 1] <= x; });
+      var lastNull = xs.indexOf(null) < 0 || xs.slice(xs.indexOf(null)).every(function (x) { return x === null; });
+      if (!(sorted && lastNull)) { out.bad.push(t.id + ":" + th.textContent); }
+    });
+  });
+  document.querySelectorAll("img").forEach(function (im) { out.images += 1; if (im.naturalWidth > 0) { out.decoded += 1; } });
+  var pre = document.createElement("pre"); pre.id = "sortcheck"; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
 @pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK), reason=f"headless Chromium not installed at {CHROMIUM}")
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
 def test_an_example_works_in_headless_chromium(example, tmp_path):
+    page = tmp_path / "page"
+    shutil.copytree(example, page)
+    (page / "report.html").write_text((example / "report.html").read_text("utf-8").replace(
+        "</body>", SORT_CHECK + "</body>"), "utf-8")
     dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                          f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom",
-                          (example / "report.html").resolve().as_uri()], capture_output=True, text=True, timeout=90)
+                          f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000",
+                          "--enable-logging=stderr", "--v=0", "--dump-dom",
+                          (page / "report.html").resolve().as_uri()], capture_output=True, text=True, timeout=90)
     assert dom.returncode == 0, dom.stderr[-2000:]
+    assert "Uncaught" not in dom.stderr and "CONSOLE" not in dom.stderr, dom.stderr[-2000:]  # no console errors
     html = dom.stdout
+    check = json.loads(re.search(r'<pre id="sortcheck">(.*?)</pre>', html, flags=re.S).group(1))
+    assert check["tables"] >= 2 and check["columns"] >= 4 and check["bad"] == [], check
+    assert check["decoded"] == check["images"]  # every plot present and decoded
+    if (json.loads((example / "results.json").read_text()).get("format") or "").endswith("parallel"):
+        assert 'id="s2s-selftest" data-result="pass"' in html
+        return
     n_figures = html.count("<figure>")
-    assert n_figures >= 5 and f"figures decoded {n_figures}/{n_figures}" in html
+    assert n_figures >= 5 and check["images"] == n_figures and f"figures decoded {n_figures}/{n_figures}" in html
     assert 'id="selftest" data-result="pass"' in html, html[html.find('id="selftest"') - 20:][:600]

@@ -136,7 +136,7 @@ No learning curves in this run.
 """
 
 HTML = r"""{% if curves %}
-<table id="curve-table">
+<table id="curve-table" class="nosort">
 <tr><th>model</th>{% for f in curve_fractions %}<th>{{ f }}</th>{% endfor %}</tr>
 <tr><td class="note">training tokens</td>{% for t in curve_tokens %}<td class="num note">{{ t }}</td>{% endfor %}</tr>
 {% for c in curves %}

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Optional
 
 from .. import plots
-from ..formatting import fmt_fixed, fmt_share
+from ..formatting import describe_budget, fmt_fixed, fmt_share
 from . import Section
 
 WORD = "word"  # the corpus's own tokenizer (whitespace for PTB, cjk for hongloumeng ...)
@@ -31,7 +31,9 @@ def compute(run) -> None:
     from ..ngram_part import fit_ngram, split_scores, vwall
 
     rows = []
-    run.log(f"tokenizations: {', '.join(s.tokenizers)} ({s.curve_smoother}, orders 1..{s.max_order}, bits per byte)")
+    families = f" and {', '.join(s.neural)} ({describe_budget(s.main_budget())} each)" if s.neural else ""
+    run.log(f"tokenizations: {', '.join(s.tokenizers)} ({s.curve_smoother}, orders 1..{s.max_order}{families}; "
+            "bits per byte)")
     for tk in s.tokenizers:
         own = tk == WORD and s.tokenizer is None
         if own:  # the run's own text: its counts, V^n wall and grid rows are already computed
@@ -44,15 +46,20 @@ def compute(run) -> None:
             wall = {r["order"]: r for r in vwall(counts, data.vocab, data["train"], data["test"])}
             done = {}
         n_bytes = {split: data.sizes[split]["bytes"] for split in ("valid", "test")}
-        orders = []
+        orders, test_arrays = [], {}
         for k in range(1, s.max_order + 1):
             if k in done:
                 error = done[k].get("error")
                 scores = {split: done[k].get(split) for split in ("valid", "test")}
+                if done[k]["id"] in run.arrays:
+                    test_arrays[k] = run.arrays[done[k]["id"]]["test"]
             else:
                 lm, _, error = fit_ngram(s.curve_smoother, k, counts, data["train"], data.vocab, data["valid"])
-                scores = {split: split_scores(lm, data[split])[0] if lm is not None else None
-                          for split in ("valid", "test")}
+                scores = {}
+                for split in ("valid", "test"):
+                    scores[split], log2p = split_scores(lm, data[split]) if lm is not None else (None, None)
+                    if split == "test" and log2p is not None:
+                        test_arrays[k] = log2p
             point = {"order": k, "error": error, "possible_log10": wall[k]["possible_log10"],
                      "distinct_train": wall[k]["distinct_train"], "test_unseen_share": wall[k]["test_unseen_share"]}
             for split in ("valid", "test"):
@@ -64,17 +71,96 @@ def compute(run) -> None:
         scored = [p for p in orders if p["valid_bits_per_byte"] is not None]
         best = min(scored, key=lambda p: p["valid_bits_per_byte"]) if scored else None
         tok = data.vocab.tokenizer
+        ci = _interval(data, test_arrays.get(best["order"])) if best else None
         row = {"tokenizer": tk, "describe": tok.describe() if tok else tk, "n_types": data.vocab.n_types,
                "test_tokens": data.sizes["test"]["tokens"], "test_bytes": n_bytes["test"],
                "test_unk": int((data["test"].ids == UNK_ID).sum()),
                "train_tokens": data.sizes["train"]["tokens"], "orders": orders,
                "best_order": best["order"] if best else None,
-               "best_test_bits_per_byte": best["test_bits_per_byte"] if best else None}
+               "best_test_bits_per_byte": best["test_bits_per_byte"] if best else None,
+               "best_ci": ci, "unigram_valid_ppl": orders[0]["valid_ppl"] if orders else None,
+               "zipf": zipf(counts, data.vocab), "neural": _neural(run, tk, own, data, orders)}
         rows.append(row)
         bpb = "-" if best is None else f"{best['test_bits_per_byte']:.4f}"
         run.log(f"  {tk:<12} V={row['n_types']:,} test tokens {row['test_tokens']:,}; best n={row['best_order']}: "
                 f"{bpb} bits/byte")
+        for nr in row["neural"]:
+            v = "-" if nr["test_bits_per_byte"] is None else f"{nr['test_bits_per_byte']:.4f}"
+            run.log(f"  {tk:<12} {nr['label']}: {v} bits/byte")
     run.results["tokenizations"] = {"smoother": s.curve_smoother, "rows": rows}
+
+
+def _interval(data, log2p) -> Optional[dict]:
+    """Bootstrap 95 % intervals (by sentence) of a model's scores on this tokenization's test text."""
+    if log2p is None:
+        return None
+    from .. import bootstrap
+
+    return bootstrap.intervals(log2p, data["test"].starts, n_bytes=data.sizes["test"].get("bytes"),
+                               unit_bytes=(data.sentence_bytes or {}).get("test"))
+
+
+def _neural(run, tk: str, own: bool, data, orders: list) -> list:
+    """Each neural family of the run on this tokenization: its bits per byte and interval.  On the run's
+    own tokenization these are the results table's models; on another one each trains under the same
+    budget (cached like every model, under that text's fingerprint)."""
+    s = run.settings
+    out = []
+    for name in s.neural:
+        if own:
+            row = next((r for r in run.results.get("neural", []) if r["model"] == name), None)
+        else:
+            from ..neural_part import neural_row, neural_settings
+
+            ns = neural_settings(name, s.neural_size, s.main_budget(), s.seed, len(data.vocab))
+            rid = f"{tk}/{name}"
+            row = run._cached_or("neural", ns, lambda key, n=name, ns=ns, rid=rid: neural_row(
+                n, ns, data, run.cache.checkpoint(key), log=run.log if run.verbose else None, warn=run.log,
+                row_id=rid), fingerprint=data.fingerprint)
+        if row is None:
+            continue
+        test, valid = row.get("test") or {}, row.get("valid") or {}
+        ok = test.get("ppl") is not None
+        arrays = run.arrays.get(row["id"]) or {}
+        unigram = orders[0]["valid_ppl"] if orders else None
+        flag = None
+        if row.get("epochs") is not None and row["epochs"] < 1:
+            flag = f"stopped after {row['epochs']:.2f} epochs"
+        elif valid.get("ppl") is not None and unigram is not None and valid["ppl"] > unigram:
+            flag = f"worse than the unigram on valid ({valid['ppl']:.2f} against {unigram:.2f})"
+        out.append({"model": name, "label": row["label"], "id": row["id"],
+                    "test_ppl": test.get("ppl"), "valid_ppl": valid.get("ppl"),
+                    "test_bits_per_byte": -test["log2prob"] / data.sizes["test"]["bytes"] if ok else None,
+                    "ci": _interval(data, arrays.get("test")), "epochs": row.get("epochs"),
+                    "train_seconds": row.get("train_seconds"), "history": row.get("history"),
+                    "undertrained": flag, "error": row.get("error")})
+    return out
+
+
+def zipf(counts, vocab, top: int = 10) -> dict:
+    """The textbook's first figures for one tokenization: the rank-frequency curve of its types (sampled
+    on a log grid of ranks, for the plot) and its top-``top`` unigrams, bigrams and trigrams as counted
+    for the models (``<s>``/``</s>`` included)."""
+    import numpy as np
+
+    out = {"ranks": [], "freqs": [], "top": {}}
+    freqs = np.sort(counts.tables[0].count[counts.tables[0].count > 0].astype(np.int64))[::-1]
+    if len(freqs):
+        ranks = np.unique(np.round(np.geomspace(1, len(freqs), num=min(len(freqs), 200))).astype(np.int64))
+        out["ranks"] = ranks.tolist()
+        out["freqs"] = freqs[ranks - 1].tolist()
+    for n in range(1, min(3, counts.order) + 1):
+        c = counts.tables[n - 1].count
+        idx = np.argsort(-c, kind="stable")[:top]
+        grams = counts.ngrams(n)[idx]
+        shown = []
+        for g, i in zip(grams, idx):
+            if c[i] > 0:
+                pieces = vocab.decode(g.tolist())
+                # Characters and bytes read as the string they spell ("▁th"), longer pieces with spaces.
+                shown.append([("" if all(len(p) == 1 for p in pieces) else " ").join(pieces), int(c[i])])
+        out["top"][str(n)] = shown
+    return out
 
 
 def context(results: dict) -> dict:
@@ -103,8 +189,31 @@ def context(results: dict) -> dict:
     walls = [{"tokenizer": r["describe"], "cells": [
         f"{fmt_share(p['test_unseen_share'])} of 10^{fmt_fixed(p['possible_log10'], 1)}" for p in r["orders"]]}
         for r in rows]
+    ranking = []
+    for r in rows:
+        if r["best_test_bits_per_byte"] is not None:
+            ranking.append({"tokenizer": r["describe"], "model": f"{sec['smoother'].upper()} {r['best_order']}-gram",
+                            "family": "ngram", "bpb": r["best_test_bits_per_byte"], "ci": r.get("best_ci"),
+                            "ppl": next((p["test_ppl"] for p in r["orders"] if p["order"] == r["best_order"]), None),
+                            "flag": None})
+        for nr in r.get("neural") or []:
+            ranking.append({"tokenizer": r["describe"], "model": nr["label"], "family": "neural",
+                            "bpb": nr["test_bits_per_byte"], "ci": nr.get("ci"), "ppl": nr["test_ppl"],
+                            "flag": nr.get("undertrained") or nr.get("error")})
+    ranking.sort(key=lambda x: (x["bpb"] is None, bool(x["flag"]), x["bpb"] or 0))
+    top = next((x["bpb"] for x in ranking if x["bpb"] is not None and not x["flag"]), None)
+    for i, x in enumerate(ranking, start=1):
+        ci = (x["ci"] or {}).get("bits_per_byte")
+        x.update(rank=i, v_bpb=x["bpb"], bpb_text="–" if x["bpb"] is None else fmt_fixed(x["bpb"], 4),
+                 ci_text="–" if not ci else f"{fmt_fixed(ci[0], 4)}–{fmt_fixed(ci[1], 4)}",
+                 ppl_text="–" if x["ppl"] is None else fmt_fixed(x["ppl"], 2),
+                 is_best=top is not None and x["bpb"] == top and not x["flag"])
+    tops = [{"tokenizer": r["describe"], "top": {n: ", ".join(f"{g} ({c:,})" for g, c in grams)
+                                                 for n, grams in (r.get("zipf") or {}).get("top", {}).items()}}
+            for r in rows if r.get("zipf")]
     return {"tokenizations": {"smoother": sec["smoother"], "orders": list(range(1, n_max + 1)), "table": table,
-                              "walls": walls, "bytes": f"{rows[0]['test_bytes']:,}" if rows else "–"}}
+                              "walls": walls, "bytes": f"{rows[0]['test_bytes']:,}" if rows else "–",
+                              "ranking": ranking, "tops": tops}}
 
 
 def figure(results: dict) -> Optional[bytes]:
@@ -137,10 +246,39 @@ def figure(results: dict) -> Optional[bytes]:
     return plots._png(fig)
 
 
+def zipf_figure(results: dict) -> Optional[bytes]:
+    """Zipf's rank-frequency plot, one line per tokenization: a few frequent types and a long tail for
+    words, a short flat head for characters and bytes, subwords in between."""
+    sec = results.get("tokenizations")
+    rows = [r for r in (sec or {}).get("rows", []) if (r.get("zipf") or {}).get("ranks")]
+    if not rows:
+        return None
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=plots.SIZE)
+    for i, r in enumerate(rows):
+        ax.loglog(r["zipf"]["ranks"], r["zipf"]["freqs"], marker=plots.MARKERS[i % len(plots.MARKERS)], markersize=3,
+                  linestyle=plots.DASHES[i % len(plots.DASHES)], label=f"{r['describe']} (V = {r['n_types']:,})")
+    ax.set_xlabel("rank of the type (log scale)")
+    ax.set_ylabel("count in train (log scale)")
+    ax.set_title("Zipf: frequency against rank, per tokenization")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    return plots._png(fig)
+
+
 TITLE = "Tokenizations: bits per byte against n"
 HTML_TITLE = "Tokenizations: bits per byte against n"
 
 MD = r"""{% if tokenizations %}
+Every family on every tokenization, ranked by test bits per byte (B = {{ tokenizations.bytes }} UTF-8 bytes, the same for every tokenizer); the n-gram model at its best order on valid; 95 % bootstrap intervals by test sentence. A neural model marked ⚠ is undertrained there (not a result).
+
+| rank | tokenization | model | test bits/byte | 95 % CI | test ppl per token |
+|---:|---|---|---:|---:|---:|
+{% for x in tokenizations.ranking %}
+| {{ x.rank }} | {{ x.tokenizer }} | {{ x.model }}{% if x.flag %} ⚠ {{ x.flag }}{% endif %} | {% if x.is_best %}**{{ x.bpb_text }}**{% else %}{{ x.bpb_text }}{% endif %} | {{ x.ci_text }} | {{ x.ppl_text }} |
+{% endfor %}
+
 {{ tokenizations.smoother }} at every order on each tokenization of the same text, in test bits per byte (B = {{ tokenizations.bytes }} UTF-8 bytes, the same for every tokenizer); the best order of each (chosen on valid) is marked **bold**.
 
 | tokenizer | V | test tokens | bytes/token | test `<unk>` |{% for o in tokenizations.orders %} n={{ o }} |{% endfor %} best n | best bits/byte |
@@ -165,6 +303,18 @@ Test n-grams unseen in train, of the V^n possible:
 
 ![{{ plots.tokenizations.title }}]({{ plots.tokenizations.file }})
 {% endif %}
+
+The most frequent n-grams of each tokenization in train (with the sentence boundaries the models count):
+
+| tokenization | top-10 unigrams | top-10 bigrams | top-10 trigrams |
+|---|---|---|---|
+{% for t in tokenizations.tops %}
+| {{ t.tokenizer }} | {{ t.top.get("1", "") }} | {{ t.top.get("2", "") }} | {{ t.top.get("3", "") }} |
+{% endfor %}
+{% if plots.zipf_tokenizations %}
+
+![{{ plots.zipf_tokenizations.title }}]({{ plots.zipf_tokenizations.file }})
+{% endif %}
 {% else %}
 Not run: `ngramlm compare CORPUS --tokenizers word,bpe:8000,char` compares tokenizations of the text in bits per byte.
 {% endif %}
@@ -172,6 +322,15 @@ Not run: `ngramlm compare CORPUS --tokenizers word,bpe:8000,char` compares token
 """
 
 HTML = r"""{% if tokenizations %}
+<p>Every family on every tokenization, ranked by test bits per byte (B = {{ tokenizations.bytes }} UTF-8 bytes, the same for every tokenizer); the n-gram model at its best order on valid; 95 % bootstrap intervals by test sentence. A neural model marked ⚠ is undertrained there: not a result.</p>
+<table id="tokenizations-ranking">
+<thead><tr><th>rank</th><th>tokenization</th><th>model</th><th>test bits/byte</th><th>95 % CI</th><th>test ppl per token</th></tr></thead>
+<tbody>
+{% for x in tokenizations.ranking %}
+<tr class="{{ x.family }}"{% if x.flag %} data-undertrained="1"{% endif %}><td class="num">{{ x.rank }}</td><td>{{ x.tokenizer }}</td><td>{{ x.model }}{% if x.flag %} <span class="note">⚠ {{ x.flag }}</span>{% endif %}</td><td class="num{% if x.is_best %} best{% endif %}" data-v="{{ x.v_bpb if x.v_bpb is not none else "" }}">{{ x.bpb_text }}{% if x.is_best %} ★{% endif %}</td><td class="num">{{ x.ci_text }}</td><td class="num">{{ x.ppl_text }}</td></tr>
+{% endfor %}
+</tbody>
+</table>
 <p>{{ tokenizations.smoother }} at every order on each tokenization of the same text, in test bits per byte (B = {{ tokenizations.bytes }} UTF-8 bytes, the same for every tokenizer); the best order of each (chosen on valid) is in bold, the best tokenization marked.</p>
 <table id="tokenizations-table">
 <tr><th>tokenizer</th><th>V</th><th>test tokens</th><th>bytes/token</th><th title="test tokens outside the vocabulary">test &lt;unk&gt;</th>{% for o in tokenizations.orders %}<th>n={{ o }}</th>{% endfor %}<th>best n</th><th>best bits/byte</th></tr>
@@ -187,6 +346,14 @@ HTML = r"""{% if tokenizations %}
 {% endfor %}
 </table>
 {% if plots.tokenizations %}<figure><img id="plot-tokenizations" alt="{{ plots.tokenizations.title }}" src="data:image/png;base64,{{ plots.tokenizations.b64 }}"></figure>{% endif %}
+<table id="tokenizations-top">
+<thead><tr><th>tokenization</th><th>top-10 unigrams in train</th><th>top-10 bigrams</th><th>top-10 trigrams</th></tr></thead>
+<tbody>
+{% for t in tokenizations.tops %}<tr><td>{{ t.tokenizer }}</td><td class="grams">{{ t.top.get("1", "") }}</td><td class="grams">{{ t.top.get("2", "") }}</td><td class="grams">{{ t.top.get("3", "") }}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+{% if plots.zipf_tokenizations %}<figure><img id="plot-zipf-tokenizations" alt="{{ plots.zipf_tokenizations.title }}" src="data:image/png;base64,{{ plots.zipf_tokenizations.b64 }}"></figure>{% endif %}
 {% else %}
 <p class="note">Not run: <code>ngramlm compare CORPUS --tokenizers word,bpe:8000,char</code> compares tokenizations of the text in bits per byte.</p>
 {% endif %}
@@ -195,4 +362,5 @@ HTML = r"""{% if tokenizations %}
 
 SECTION = Section(name="tokenizations", anchor="tokenizations", title=TITLE, html_title=HTML_TITLE, md=MD, html=HTML,
                   compute=compute, context=context,
-                  plots={"tokenizations": ("Bits per byte and the V^n wall per tokenization", figure)})
+                  plots={"tokenizations": ("Bits per byte and the V^n wall per tokenization", figure),
+                         "zipf_tokenizations": ("Zipf's rank-frequency plot per tokenization", zipf_figure)})
