@@ -41,13 +41,15 @@ def fmt_size(n: Optional[int]) -> str:
 
 def fmt_seconds(s: Optional[float], unit: Optional[str] = None) -> str:
     """Seconds as "12.3 s" or "2.1 min"; ``unit`` ("s" or "min") fixes the unit, so that a column of
-    times reads in one unit (:func:`time_unit`)."""
+    times reads in one unit (:func:`time_unit`); such a column in minutes keeps two decimals below ten
+    minutes (0.25 min, 2.17 min), so its rows still differ."""
     if s is None:
         return "–"
-    unit = unit or ("s" if s < 120 else "min")
+    if unit is None:
+        return f"{fmt_fixed(s, 1)} s" if s < 120 else f"{fmt_fixed(s / 60, 1)} min"
     if unit == "s":
         return f"{fmt_fixed(s, 1)} s"
-    return f"{fmt_fixed(s / 60, 2 if s < 60 else 1)} min"
+    return f"{fmt_fixed(s / 60, 2 if s < 600 else 1)} min"
 
 
 def time_unit(seconds) -> str:

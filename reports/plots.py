@@ -62,17 +62,17 @@ def vwall_figure(results: dict):
     fig, ax = plt.subplots(figsize=SIZE)
     ax.semilogy(n, [10 ** r["possible_log10"] for r in rows], "o-", label="possible n-grams $V^n$")
     ax.semilogy(n, [max(1, r["distinct_train"]) for r in rows], "s-", label="distinct n-grams seen in train")
-    ax.semilogy(n, [max(1, r["train_ngram_tokens"]) for r in rows], ":", color="grey", label="n-gram tokens in train")
-    ax.semilogy(n, [max(1, r["mle_zero_probs"]) for r in rows], "^-", color="tab:red",
+    ax.semilogy(n, [max(1, r["train_ngram_tokens"]) for r in rows], ":", color="#999999", label="n-gram tokens in train")
+    ax.semilogy(n, [max(1, r["mle_zero_probs"]) for r in rows], "^-", color="#D55E00",
                 label="test tokens with MLE probability 0")
     ax.set_xlabel("order n")
     ax.set_ylabel("count (log scale)")
     ax.set_xticks(n)
     ax.set_title(f"The $V^n$ wall (V = {results['corpus']['n_types']:,})")
     ax2 = ax.twinx()
-    ax2.plot(n, [100 * r["test_unseen_share"] for r in rows], "d--", color="tab:purple", alpha=0.6,
+    ax2.plot(n, [100 * r["test_unseen_share"] for r in rows], "d--", color="#CC79A7",
              label=UNSEEN_LABEL)
-    ax2.set_ylabel("% test n-grams unseen in train", color="tab:purple")
+    ax2.set_ylabel("% test n-grams unseen in train", color="#CC79A7")
     ax2.set_ylim(0, 100)
     # One legend for both axes, drawn on the twin (it is on top, so no line of it crosses the legend).
     handles, labels = [], []
