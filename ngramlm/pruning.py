@@ -47,7 +47,7 @@ def ngram_words(model, k: int) -> np.ndarray:
     return grams
 
 
-def _score_rows(model, rows: np.ndarray) -> np.ndarray:
+def score_rows(model, rows: np.ndarray) -> np.ndarray:
     """log10 p of the last word of each row given the words before it (rows without
     a leading <s> are scored as if their history were long)."""
     m, L = rows.shape
@@ -58,6 +58,9 @@ def _score_rows(model, rows: np.ndarray) -> np.ndarray:
     pos = (start[:, None] + np.arange(L)[None, :]).ravel()
     lp, _ = model._score_padded(tokens, pos)
     return lp.reshape(m, L)[:, -1]
+
+
+_score_rows = score_rows  # the name this module's code uses
 
 
 def _chain_log10(model, rows: np.ndarray) -> np.ndarray:
@@ -155,6 +158,14 @@ def apply_keep(model, keep: list):
             model.log10_backoff_[k - 2] = np.where(has, np.log10(bo), 0.0)
     model.n_ngrams_ = [model.n_ngrams_[0]] + [len(x) for x in model.keys_[1:]]
     return model.tables_
+
+
+def renormalise_backoffs(model):
+    """The tables of ``model`` with every back-off weight recomputed from its stored probabilities (the
+    formula above), so each context sums to one; nothing is dropped.  Models built by changing stored
+    probabilities (a static mixture, :mod:`ngramlm.mix`) are finished with this."""
+    keep = [None] + [np.ones(len(model.keys_[k - 1]), dtype=bool) for k in range(2, model.order_ + 1)]
+    return apply_keep(model, keep)
 
 
 def check_prune_args(order: int, count_thresholds: Optional[Sequence[int]], entropy_threshold: Optional[float]) -> None:
