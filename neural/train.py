@@ -13,7 +13,9 @@ schedule state and the RNG state, and the batches of an epoch are a function of
 same weights.
 
 Stopping: Ctrl-C or SIGTERM (once) finishes the current batch, writes the checkpoint
-and returns; a second Ctrl-C aborts at once.  ``time_budget`` is wall-clock time for
+and returns; a second Ctrl-C aborts at once.  An evaluation pass (the rate probe, a
+validation) is not finished: the signal stops it at once, and the checkpoint written is
+the one after the last batch (a resumed run does that validation).  ``time_budget`` is wall-clock time for
 everything the model costs: it starts at ``clock_start`` (the caller's start, so data
 loading counts) and covers training, the validation passes and the final scoring of
 ``reserve_tokens`` tokens the caller announces.  The trainer times one batch and an
@@ -63,6 +65,10 @@ def eval_threads(n: Optional[int]):
     finally:
         if torch.get_num_threads() != before:
             torch.set_num_threads(before)
+
+
+class _StopNow(KeyboardInterrupt):
+    """Raised by the signal handler inside an evaluation pass (caught in :meth:`Trainer.fit`)."""
 
 
 class TrainingDiverged(ToolkitError):
@@ -150,6 +156,7 @@ class Trainer:
         self.last_good: Optional[str] = None  # epoch/position of the last checkpoint written
         self._resumed = False
         self._stop_requested = False
+        self._abortable = False  # inside an evaluation pass that a signal stops at once (see _until_stopped)
         self._eval_seconds = 0.0
         self._calibration = self._calib_slowdown = 1.0
         self._first_batches, self._base_batch_s, self._recent_batch_s = [], None, None
@@ -283,11 +290,29 @@ class Trainer:
             if self._stop_requested and signum == signal.SIGINT:
                 raise KeyboardInterrupt
             self._stop_requested = True
+            if self._abortable:  # an evaluation pass: nothing in it to keep, stop it now
+                self.log("stopping: the evaluation is dropped, writing the checkpoint (Ctrl-C again to abort at once)")
+                raise _StopNow
             self.log("stopping after this batch and writing the checkpoint (Ctrl-C again to abort at once)")
 
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, on_signal)
         return previous
+
+    def _until_stopped(self, fn: Callable[[], object]) -> tuple:
+        """``(True, fn())``, or ``(False, None)`` when a stop was requested before or during ``fn``: an
+        evaluation pass (a validation, the rate probe) takes seconds to minutes and keeps nothing half-way,
+        so Ctrl-C and SIGTERM stop it at once instead of after it (measured on PTB: a Ctrl-C during the
+        final validation was otherwise lost, and `compare` went on for 70 s)."""
+        try:
+            self._abortable = True
+            if self._stop_requested:
+                return False, None
+            return True, fn()
+        except _StopNow:
+            return False, None
+        finally:
+            self._abortable = False
 
     def _diverged(self, what: str, value: float, epoch: int, k: int, lr: float) -> TrainingDiverged:
         kept = (f"the last good checkpoint {self.last_good} is kept: resume from it with --resume"
@@ -410,7 +435,7 @@ class Trainer:
         clock0 = t_start if self.clock_start is None else self.clock_start
         self._val_rate = self._score_rate = math.inf
         if budget_s is not None:
-            self._probe_eval_rates()
+            self._until_stopped(self._probe_eval_rates)  # stopped: the loop below stops before a batch
         from .contention import ContentionMonitor
 
         self._monitor = ContentionMonitor()
@@ -460,6 +485,9 @@ class Trainer:
                 since_loss, since_tokens = 0.0, 0
                 trained_this_epoch = False
                 for k in range(self.position["batch"], n):
+                    if self._stop_requested:
+                        stopped = "interrupted"
+                        break
                     if over_budget(time.perf_counter()):
                         stopped = "time_budget"
                         break
@@ -509,7 +537,7 @@ class Trainer:
                     self._note_batch(now - t_batch)
                     if now - last_look > 5.0:  # who else uses the cores, every 5 s
                         self._monitor.sample()
-                        self._choose_eval_threads()
+                        self._until_stopped(self._choose_eval_threads)  # it may re-time evaluation
                         last_look = now
                     if self.out is not None and now - last_save > cfg.checkpoint_minutes * 60 and k + 1 < n:
                         self.save()
@@ -518,10 +546,16 @@ class Trainer:
                 if stopped == "time_budget" and not trained_this_epoch:
                     break  # nothing trained since the last validation and checkpoint: do not repeat them
                 epoch_done = self.position["batch"] >= n
-                if stopped == "interrupted" and not epoch_done:
-                    self.save()
+                if stopped == "interrupted":  # no validation pass: a resumed run does it
+                    if trained_this_epoch:
+                        self.save()
                     break
-                val = self.validate()
+                finished, val = self._until_stopped(self.validate)
+                if not finished:  # Ctrl-C / SIGTERM during the validation: keep the batches, not the pass
+                    stopped = "interrupted"
+                    if trained_this_epoch:
+                        self.save()
+                    break
                 last_val = val
                 if not math.isfinite(val):
                     raise self._diverged("validation perplexity", val, epoch, self.position["batch"] - 1, self.lr)
@@ -552,6 +586,8 @@ class Trainer:
             for sig, handler in previous_handlers.items():
                 signal.signal(sig, handler)
             self.seconds_done, self._fit_t0 = self.elapsed(), None
+        if self._stop_requested:
+            stopped = "interrupted"  # also when the signal came after the last batch (the last save is written)
         seconds = time.perf_counter() - t_start
         done = self.position["epoch"] + (self.position["batch"] / per_epoch if per_epoch else 0)
         return TrainResult(

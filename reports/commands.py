@@ -20,7 +20,7 @@ from .settings import (DEFAULT_NEURAL, DEFAULT_SMOOTHERS, NEURAL_SIZES, CompareS
 # option name -> settings field, for the options that define what a run trains
 _SETTING_OPTIONS = {
     "corpus": "corpus", "valid_file": "valid_file", "test_file": "test_file", "tokenizer": "tokenizer",
-    "tokenizers": "tokenizers", "max_order": "max_order", "smoothers": "smoothers", "neural": "neural",
+    "tokenizers": "tokenizers", "neural_tokenizers": "neural_tokenizers", "max_order": "max_order", "smoothers": "smoothers", "neural": "neural",
     "neural_minutes": "neural_minutes", "neural_epochs": "neural_epochs", "neural_size": "neural_size",
     "checkpoints": "checkpoints",
     "curve": "curve", "curve_minutes": "curve_minutes", "curve_smoother": "curve_smoother",
@@ -51,6 +51,9 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
         "test_file": opts["test_file"],
         "tokenizer": opts["tokenizer"],
         "tokenizers": tuple(parse_list(opts["tokenizers"] or "")),
+        "neural_tokenizers": (None if opts["neural_tokenizers"] is None else
+                              () if opts["neural_tokenizers"].strip().lower() == "none" else
+                              tuple(parse_list(opts["neural_tokenizers"]))),
         "max_order": opts["max_order"],
         "smoothers": parse_list(opts["smoothers"]),
         "neural": () if (opts["neural"] or "").strip().lower() == "none" else parse_list(opts["neural"]),
@@ -102,6 +105,10 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
 @click.option("--tokenizers", default=None, metavar="LIST",
               help="Also compare these tokenizations of the text in bits per byte (the curve smoother at every "
                    "order; the V^n wall of each), e.g. word,bpe:8000,char (word: the corpus's own).")
+@click.option("--neural-tokenizers", default=None, metavar="LIST",
+              help="The tokenizations of --tokenizers the --neural models are also trained on [default: all of "
+                   "them; 'none': n-grams only]: e.g. word,bpe:8000 leaves out a character model that one "
+                   "budget cannot train for an epoch.")
 @click.option("--max-order", type=int, default=5, show_default=True, help="N-gram orders 1..N.")
 @click.option("--smoothers", default=",".join(DEFAULT_SMOOTHERS), show_default=True,
               help=f"Comma-separated smoothers ({', '.join(SMOOTHERS)}).")
@@ -116,7 +123,8 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
               help="A neural model trained elsewhere (`ngramlm neural train`, benchmarks/bench_neural.py) to score "
                    "instead of training that model here; its vocabulary must be this corpus's. Repeatable.")
 @click.option("--curve", default="1%,3%,10%,30%,100%", show_default=True,
-              help="Learning-curve training-set sizes (fractions or percentages of the training text).")
+              help="Learning-curve training-set sizes (fractions or percentages of the training text); "
+                   "'none': no learning curves.")
 @click.option("--curve-minutes", type=float, default=None,
               help="Neural budget per learning-curve point [default: a quarter of --neural-minutes].")
 @click.option("--curve-smoother", default="mkn", show_default=True, help="Smoother of the learning curves' 3- and 5-gram.")
@@ -140,7 +148,7 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
 @click.option("--verbose", is_flag=True, help="Also print the neural models' per-epoch log.")
 @json_option
 @click.pass_context
-def compare_cmd(ctx, corpus, out, valid_file, test_file, tokenizer, tokenizers, max_order, smoothers, neural, neural_minutes, neural_epochs, neural_size, checkpoints, curve,
+def compare_cmd(ctx, corpus, out, valid_file, test_file, tokenizer, tokenizers, neural_tokenizers, max_order, smoothers, neural, neural_minutes, neural_epochs, neural_size, checkpoints, curve,
                 curve_minutes, curve_smoother, passage_tokens, seq2seq_minutes, beams, toy_train_tokens, toy_eval_tokens, quick, force, resume,
                 data_dir, seed, threads, verbose, as_json):
     """Train n-gram models (orders 1..N x smoothers) and neural models on one tokenization of CORPUS
@@ -208,7 +216,12 @@ def compare_cmd(ctx, corpus, out, valid_file, test_file, tokenizer, tokenizers, 
         except KeyboardInterrupt:
             _echo_err(f"interrupted; what finished is cached. Continue with: ngramlm compare --out {out} --resume")
             raise SystemExit(130)
-        paths = render(out_path, results)
+        try:
+            paths = render(out_path, results)
+        except KeyboardInterrupt:  # the run is complete and results.json written: only the report is missing
+            _echo_err(f"interrupted while writing the report; {out_path / 'results.json'} is complete. "
+                      f"Write the report with: ngramlm report {out}")
+            raise SystemExit(130)
         click.echo(json.dumps(summary_json(results), indent=2) if as_json else summary_table(results))
         _echo_err(f"wrote {out_path / 'results.json'}, {paths['md']}, {paths['html']} "
                   f"in {time.perf_counter() - t0:.1f} s")

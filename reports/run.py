@@ -54,7 +54,8 @@ class RunBase:
         raise NotImplementedError
 
     def finish(self) -> None:
-        """Called once the stages ended (or failed), before ``results.json`` is written."""
+        """Called once the stages ended (or failed), before ``results.json`` is written; not after an
+        interrupt, which writes what finished at once (a resumed run computes it)."""
 
     @property
     def fingerprint(self) -> str:
@@ -136,22 +137,57 @@ class RunBase:
 def run_stages(res: dict, stages, *, out: Path, t_start: float, counters: dict,
                finish: Optional[Callable[[], None]] = None) -> None:
     """Run ``stages`` in order; whatever happens, record the status and timing and write results.json
-    (an interrupted or failed run keeps what finished, and says so)."""
+    (an interrupted or failed run keeps what finished, and says so).
+
+    An interrupt (Ctrl-C, SIGTERM: KeyboardInterrupt) must stop the run within a second or two, whenever
+    it comes: ``finish`` (its derived figures, e.g. the bootstrap intervals of every row, took 1.5 s and
+    more) runs after the stages, not in the cleanup, so an interrupt skips it or stops it; and
+    results.json is written with further signals held off, so a second Ctrl-C cannot leave it unwritten."""
+    held, finishing = None, False
     try:
         for stage in stages:
             stage()
+        finishing = True
+        if finish is not None:
+            finish()
         res["status"] = "complete"
     except KeyboardInterrupt:
         res["status"] = "interrupted"
+        held = _hold_signals()  # a second Ctrl-C from here on is ignored until results.json is written
         raise
     except BaseException:
         res["status"] = "failed"
         raise
     finally:
-        res["timing"] = {"total_seconds": time.perf_counter() - t_start, **counters}
-        if finish is not None:
-            finish()
-        write_results(out, res)
+        try:
+            res["timing"] = {"total_seconds": time.perf_counter() - t_start, **counters}
+            if res["status"] == "failed" and not finishing and finish is not None:
+                finish()  # a stage failed: the rows that finished still get their figures
+            write_results(out, res)
+        finally:
+            _release_signals(held)
+
+
+def _ignore_signal(signum, frame) -> None:
+    pass
+
+
+def _hold_signals() -> Optional[dict]:
+    """Ignore SIGINT and SIGTERM (in the main thread; else None): the previous handlers, to restore."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return {sig: signal.signal(sig, _ignore_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
+def _release_signals(held: Optional[dict]) -> None:
+    if held:
+        import signal
+
+        for sig, handler in held.items():
+            signal.signal(sig, handler)
 
 
 def write_results(out: Path, results: dict) -> None:

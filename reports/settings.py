@@ -33,6 +33,9 @@ class CompareSettings:
     test_file: Optional[str] = None
     tokenizer: Optional[str] = None  # a tokenizer kind replacing the corpus's own (e.g. "char"); None: the corpus's
     tokenizers: tuple = ()  # the tokenizations section: "word" (the corpus's own), "bpe:8000", "char" ...
+    # the tokenizations the neural models are also trained on (None: all of tokenizers; (): none): a
+    # character model of a large corpus can need far more than the run's budget for one epoch
+    neural_tokenizers: Optional[tuple] = None
     max_order: int = 5  # n-gram orders 1..max_order
     smoothers: tuple = DEFAULT_SMOOTHERS
     neural: tuple = DEFAULT_NEURAL  # () for --neural none
@@ -89,6 +92,12 @@ class CompareSettings:
             if self.corpus == "toy":
                 raise InputError("--tokenizer does not apply to the toy corpus: it is generated as tokens",
                                  fix="drop --tokenizer, or compare on a text corpus such as timemachine")
+        for tk in self.neural_tokenizers or ():
+            if tk not in self.tokenizers:
+                raise InputError(f"--neural-tokenizers names {tk!r}, which is not one of --tokenizers "
+                                 f"({','.join(self.tokenizers) or 'none given'})",
+                                 fix="list a subset of --tokenizers, e.g. --tokenizers word,bpe:8000,char "
+                                     "--neural-tokenizers word,bpe:8000")
         for tk in self.tokenizers:
             if tk != "word":
                 parse_tokenizer(tk)
@@ -131,8 +140,6 @@ class CompareSettings:
         if not self.beams or any(not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 20 for k in self.beams):
             raise InputError(f"--beams must list beam sizes from 1 to 20, got {list(self.beams)!r}",
                              fix="use e.g. --beams 1,2,3,4,5")
-        if not self.curve:
-            raise InputError("no learning-curve fractions", fix="pass e.g. --curve 0.01,0.1,1")
         for f in self.curve:
             if not (isinstance(f, (int, float)) and 0 < f <= 1):
                 raise InputError(f"learning-curve fraction {f!r} is not in (0, 1]", fix="use e.g. --curve 0.01,0.1,1")
@@ -189,6 +196,9 @@ def parse_list(text: Optional[str]) -> tuple:
 
 
 def parse_fractions(text: str) -> tuple:
+    """``1%,10%,100%`` or ``0.01,0.1,1`` -> fractions; ``none`` -> () (no learning curves)."""
+    if text.strip().lower() == "none":
+        return ()
     out = []
     for t in parse_list(text):
         try:

@@ -97,6 +97,42 @@ def test_the_tokenizations_section_compares_in_bits_per_byte(tmp_path, run_cli):
     assert 'id="tokenizations-table"' in html and 'id="plot-tokenizations"' in html
 
 
+def test_every_neural_family_on_the_chosen_tokenizations_ranked_by_bits_per_byte(tmp_path, run_cli):
+    """--neural trains on each tokenization of --neural-tokenizers (the corpus's own: the table's model), and
+    the ranking table orders every family on every tokenization by bits per byte with an interval."""
+    import math
+    import random
+
+    pytest.importorskip("torch")
+    r = random.Random(3)
+    words = "the market said company shares report investors trading stock prices rose fell".split()
+    f = tmp_path / "t.txt"
+    f.write_text("\n".join(" ".join(r.choice(words) for _ in range(r.randint(4, 12))) for _ in range(300)) + "\n")
+    out = tmp_path / "run"
+    code, _, err = run_cli("compare", f, "--neural", "lstm", "--neural-size", "tiny", "--neural-epochs", "1",
+                           "--max-order", "2", "--smoothers", "mkn", "--curve", "none", "--tokenizers", "word,char",
+                           "--neural-tokenizers", "char", "-o", out)
+    assert code == 0, err
+    res = json.loads((out / "results.json").read_text())
+    assert res["learning_curves"] is None  # --curve none
+    rows = {x["tokenizer"]: x for x in res["tokenizations"]["rows"]}
+    assert rows["word"]["neural"] == [] and [n["model"] for n in rows["char"]["neural"]] == ["lstm"]
+    char_lstm = rows["char"]["neural"][0]
+    assert char_lstm["id"] == "char/lstm" and char_lstm["epochs"] >= 1
+    lo, hi = char_lstm["ci"]["bits_per_byte"]
+    assert lo < char_lstm["test_bits_per_byte"] < hi
+    # bits per byte = test tokens x bits per token / the text's bytes (the same bytes as every tokenization)
+    bits = rows["char"]["test_tokens"] * math.log2(char_lstm["test_ppl"])
+    assert char_lstm["test_bits_per_byte"] == pytest.approx(bits / res["corpus"]["sizes"]["test"]["bytes"])
+    md = (out / "report.md").read_text()
+    ranking = md.split("ranked by test bits per byte")[1].split("\n\n")[1]
+    values = [float(line.split("|")[4].strip(" *")) for line in ranking.splitlines()[2:]]
+    assert len(values) == 3 and values == sorted(values)  # MKN on word and char, the LSTM on char
+    assert "| char | LSTM (tiny) |" in ranking
+    code, _, err = run_cli("compare", f, "--tokenizers", "word", "--neural-tokenizers", "char", "-o", tmp_path / "x")
+    assert code == 2 and "not one of --tokenizers" in err and not (tmp_path / "x").exists()
+
+
 def test_tokenizers_are_checked_before_anything_runs(tmp_path, run_cli):
     code, _, err = run_cli("compare", "timemachine", "--tokenizers", "word,wordpiece:10", "-o", tmp_path / "x")
     assert code == 2 and "unknown tokenizer 'wordpiece:10'" in err and not (tmp_path / "x").exists()

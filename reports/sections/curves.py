@@ -14,6 +14,9 @@ def compute(run) -> None:
     from ..ngram_part import ngram_row, ngram_settings
 
     s, d = run.settings, run.data
+    if not s.curve:  # --curve none
+        run.results["learning_curves"] = None
+        return
     fractions = sorted(set(s.curve))
     series = []
     run.log(f"learning curves at {', '.join(f'{100 * f:g}%' for f in fractions)} of the training text")

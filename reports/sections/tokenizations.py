@@ -31,7 +31,9 @@ def compute(run) -> None:
     from ..ngram_part import fit_ngram, split_scores, vwall
 
     rows = []
-    families = f" and {', '.join(s.neural)} ({describe_budget(s.main_budget())} each)" if s.neural else ""
+    neural_on = [tk for tk in s.tokenizers if s.neural_tokenizers is None or tk in s.neural_tokenizers]
+    families = (f" and {', '.join(s.neural)} ({describe_budget(s.main_budget())} each) on "
+                f"{', '.join(neural_on)}" if s.neural and neural_on else "")
     run.log(f"tokenizations: {', '.join(s.tokenizers)} ({s.curve_smoother}, orders 1..{s.max_order}{families}; "
             "bits per byte)")
     for tk in s.tokenizers:
@@ -106,6 +108,8 @@ def _neural(run, tk: str, own: bool, data, orders: list) -> list:
     budget (cached like every model, under that text's fingerprint)."""
     s = run.settings
     out = []
+    if s.neural_tokenizers is not None and tk not in s.neural_tokenizers:
+        return out  # --neural-tokenizers leaves this one to the n-gram models
     for name in s.neural:
         if own:
             row = next((r for r in run.results.get("neural", []) if r["model"] == name), None)
