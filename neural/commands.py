@@ -59,7 +59,7 @@ def _score_sentences(checkpoint_path, text_path_or_corpus, split, data_dir, voca
 
 def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optional[str] = None, *,
                 split: str = "test", data_dir: Optional[str] = None, batch_size: int = 1,
-                threads: Optional[int] = 2) -> dict:
+                threads: Optional[int] = 2, adapt=None) -> dict:
     """Perplexity of a checkpoint on a corpus split (by name), a whole text file, or ``"-"`` (stdin).
 
     ``text_path_or_corpus=None`` scores the ``split`` of the corpus the checkpoint was trained on.
@@ -67,6 +67,10 @@ def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optiona
     Returns a JSON-able dict: sentences, words, OOVs (words mapped to ``<unk>``),
     tokens predicted (words + sentence ends), total log-probability in nats, log10 and
     log2, perplexity and bits per token.
+
+    ``adapt`` (a :class:`neural.adaptive_eval.AdaptOptions`) adds ``"adaptation"``: the
+    perplexities with a unigram / neural cache and dynamic evaluation, their parameters
+    (tuned on the valid split unless given) and times.  Without it the dict is unchanged.
     """
     from corpora.accounting import add_bytes, oov_flags, report_from_log10
 
@@ -82,7 +86,21 @@ def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optiona
     encoded = vocab.encode_sentences(sentences)
     oov = oov_flags(vocab, sentences)
     t0 = time.perf_counter()
-    if batch_size == 1:
+    plain = plain_seconds = None
+    if adapt is not None:
+        from .evaluate import token_log_probs_and_hidden
+
+        adapt.validate(model)  # a bad option fails before any scoring
+        if batch_size != 1:
+            raise InputError("--cache and --dynamic-eval score every token with its full history",
+                             fix="drop --batch-size (or pass --batch-size 1)")
+
+        # The same log-probs as token_log_probs, bit for bit, plus the states the cache needs.
+        plain = token_log_probs_and_hidden(model, encoded.ids)
+        plain_seconds = time.perf_counter() - t0
+        log10 = plain[0] / math.log(10)
+        d = report_from_log10(log10, oov, encoded.n_sentences).to_dict()
+    elif batch_size == 1:
         # Per-token scores: the same accounting as an n-gram model (OOVs, ppl excluding OOVs, ppl1).
         log10 = token_log_probs(model, encoded.ids) / math.log(10)
         d = report_from_log10(log10, oov, encoded.n_sentences).to_dict()
@@ -107,7 +125,63 @@ def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optiona
     from corpora.accounting import oov_warning
 
     d["warning"] = oov_warning(vocab, d)
+    if adapt is not None:
+        d["adaptation"] = _adaptation(model, vocab, encoded, oov, plain, plain_seconds, adapt,
+                                      checkpoint_path=checkpoint_path,
+                                      text=text_path_or_corpus, scored=described, data_dir=data_dir,
+                                      data_info=data_info)
     return d
+
+
+def _adaptation(model, vocab, encoded, oov, plain, plain_seconds, adapt, *, checkpoint_path, text, scored, data_dir,
+                data_info) -> dict:
+    """The ``"adaptation"`` entry of :func:`ppl_summary`: tuning and training text found, methods run."""
+    from corpora.sources import source_kind
+
+    from .adaptive_eval import evaluate_adapted, summarise
+
+    tune_ids = train_ids = None
+    tuned_on = note = None
+    if adapt.needs_tuning_text:
+        # A registered corpus is tuned on its own valid split; a file or stdin on the training corpus's.
+        source = text if text is not None and source_kind(str(text)) == "corpus" else None
+        try:
+            sentences, tuned_on, _ = _score_sentences(checkpoint_path, source, "valid", data_dir, vocab, data_info)
+        except InputError as exc:
+            raise InputError(f"no valid split to tune the adaptation parameters on ({exc.message})",
+                             path=checkpoint_path,
+                             fix="pass --cache-theta and --cache-lambda (with --cache) and --dyn-lr (with "
+                                 "--dynamic-eval), or make the training corpus available") from None
+        tune_ids = vocab.encode_sentences(sentences).ids
+        if tuned_on == scored:
+            note = "the parameters were tuned on the text being scored, so these perplexities are optimistic"
+    if adapt.needs_training_text:
+        try:
+            sentences, _, _ = _score_sentences(checkpoint_path, None, "train", data_dir, vocab, data_info)
+        except InputError as exc:
+            raise InputError(f"the rms rule needs the training text for its gradient RMS ({exc.message})",
+                             path=checkpoint_path, fix="pass --dyn-rule sgd, or make the training corpus available") \
+                from None
+        train_ids = _prefix_ids(vocab, sentences, adapt.rms_tokens)
+    result = evaluate_adapted(model, encoded.ids, options=adapt, tune_ids=tune_ids, train_ids=train_ids, plain=plain,
+                              plain_seconds=plain_seconds)
+    out = summarise(result, oov=oov, n_sentences=encoded.n_sentences)
+    out["tuned_on"] = tuned_on
+    out["note"] = note
+    return out
+
+
+def _prefix_ids(vocab, sentences, max_tokens: Optional[int]) -> np.ndarray:
+    """The id stream of the first sentences holding ``max_tokens`` tokens (all of them for None)."""
+    if max_tokens is None:
+        return vocab.encode_sentences(sentences).ids
+    kept, n = [], 0
+    for s in sentences:
+        if n >= max_tokens:
+            break
+        kept.append(s)
+        n += len(s) + 1  # the words and the sentence end
+    return vocab.encode_sentences(kept).ids[:max_tokens]
 
 
 def fit_and_report(trainer, command: str):
@@ -327,15 +401,59 @@ def train_cmd(corpus, model_name, impl, data_dir, valid_file, test_file, tokeniz
 @click.option("--split", default="test", show_default=True, help="Split of a registered corpus.")
 @data_dir_option
 @click.option("--batch-size", type=int, default=1, show_default=True, help="Rows scored in parallel (1 = full history).")
+@click.option("--cache", is_flag=True,
+              help="Also score with a unigram cache and a neural (continuous) cache over the model's states.")
+@click.option("--cache-window", type=click.IntRange(min=1), default=2000, show_default=True,
+              help="Cache: the last W positions.")
+@click.option("--cache-theta", type=float, default=None,
+              help="Neural cache: theta, the sharpness of exp(theta h_t.h_i) [default: tuned on the valid split].")
+@click.option("--cache-lambda", type=float, default=None,
+              help="Cache: the interpolation weight lambda "
+                   "[default: tuned on the valid split; give with --cache-theta].")
+@click.option("--dynamic-eval", is_flag=True,
+              help="Also score with dynamic evaluation: one gradient step after each scored segment.")
+@click.option("--dyn-rule", type=click.Choice(["rms", "sgd"]), default="rms", show_default=True,
+              help="rms: steps divided by the gradient RMS measured on the training text; sgd: plain steps.")
+@click.option("--dyn-lr", type=float, default=None,
+              help="Dynamic evaluation: learning rate [default: tuned on the valid split].")
+@click.option("--dyn-decay", type=float, default=None,
+              help="Dynamic evaluation: pull toward the trained weights per step "
+                   "[default: tuned with the lr; 0 with --dyn-lr].")
+@click.option("--dyn-segment", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Dynamic evaluation: tokens per segment (one update per segment).")
+@click.option("--tune-tokens", type=click.IntRange(min=1), default=None,
+              help="Tune on this prefix of the valid split only [default: all of it].")
 @threads_option()
 @json_option
-def ppl_cmd(checkpoint, text_or_corpus, split, data_dir, batch_size, threads, as_json):
-    """Perplexity of CHECKPOINT on a corpus split or a text file [default: its training corpus]."""
+def ppl_cmd(checkpoint, text_or_corpus, split, data_dir, batch_size, cache, cache_window, cache_theta, cache_lambda,
+            dynamic_eval, dyn_rule, dyn_lr, dyn_decay, dyn_segment, tune_tokens, threads, as_json):
+    """Perplexity of CHECKPOINT on a corpus split or a text file [default: its training corpus].
+
+    --cache and --dynamic-eval add a table comparing plain, cache, dynamic and both,
+    with their parameters tuned on the corpus's valid split unless given.
+    """
     from corpora.accounting import format_report
 
+    adapt = None
+    if cache or dynamic_eval:
+        from .adaptive_eval import AdaptOptions
+
+        adapt = AdaptOptions(cache=cache, window=cache_window, theta=cache_theta, lam=cache_lambda,
+                             dynamic=dynamic_eval, rule=dyn_rule, lr=dyn_lr, decay=dyn_decay,
+                             segment_len=dyn_segment, tune_tokens=tune_tokens)
+    elif any(v is not None for v in (cache_theta, cache_lambda, dyn_lr, dyn_decay)):
+        raise InputError("--cache-theta/--cache-lambda/--dyn-lr/--dyn-decay have no effect on their own",
+                         fix="add --cache and/or --dynamic-eval")
     summary = ppl_summary(checkpoint, text_or_corpus, split=split, data_dir=data_dir, batch_size=batch_size,
-                          threads=threads)
-    click.echo(json.dumps(summary, indent=2) if as_json else format_report(summary))
+                          threads=threads, adapt=adapt)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    elif adapt is None:
+        click.echo(format_report(summary))
+    else:
+        from .adaptive_eval import format_adaptation
+
+        click.echo(format_report(summary) + "\n\n" + format_adaptation(summary["adaptation"]))
 
 
 @neural_group.command("generate")

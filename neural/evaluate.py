@@ -106,3 +106,32 @@ def token_log_probs(model: LanguageModel, ids: np.ndarray, *, chunk_len: Optiona
     finally:
         model.train(was_training)
     return np.concatenate(out) if out else np.zeros(0)
+
+
+@torch.no_grad()
+def token_log_probs_and_hidden(model: LanguageModel, ids: np.ndarray, *,
+                               chunk_len: Optional[int] = None) -> tuple:
+    """``(ln p of every token in nats (N,) float64, last-layer states (N, d) float32)``, one row, full history.
+
+    The log-probabilities are those of :func:`token_log_probs` bit for bit (the same
+    chunks, the same operations); ``hidden[t]`` is the state that predicted ``ids[t]``,
+    i.e. the model's summary of ``</s> ids[:t]`` -- what a continuous cache stores
+    (:mod:`neural.cache`).
+    """
+    from .hidden import recording_hidden
+
+    was_training = model.training
+    model.eval()
+    out, states, state = [], [], None
+    try:
+        with recording_hidden(model) as recorded:
+            for xb, yb in _chunks(model, ids, 1, chunk_len):
+                logits, _, state = model(xb, None, state)
+                logp = F.log_softmax(logits.float(), dim=-1)
+                out.append(logp.gather(-1, yb[..., None])[0, :, 0].double().numpy().copy())
+                states.append(recorded.pop()[0].float().clone())
+    finally:
+        model.train(was_training)
+    if not out:
+        return np.zeros(0), torch.zeros(0, 0)
+    return np.concatenate(out), torch.cat(states)
