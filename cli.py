@@ -26,6 +26,7 @@ _COMMANDS = {
     "import-arpa": ("ngramlm.commands:import_arpa_cmd", "Read an ARPA file into the native format."),
     "mix": ("ngramlm.mix_commands:mix_cmd", "Mix back-off models into one (static mixture, tuned by EM)."),
     "prune": ("ngramlm.prune_commands:prune_cmd", "Entropy-prune a model to a size, a file size or a threshold."),
+    "filter": ("ngramlm.filter_commands:filter_cmd", "Limit a model to a lexicon (word list); other words become <unk>."),
     "infini": ("ngramlm.infini_commands:infini_group", "The ∞-gram: unbounded-order n-grams on a suffix array."),
     "neural": ("neural.commands:neural_group", "Neural language models (RNN, LSTM, GRU, Transformer)."),
     "seq2seq": ("neural.seq2seq_commands:seq2seq_group", "Encoder-decoder translation with attention and beam search."),
@@ -73,7 +74,7 @@ _SRILM = {  # SRILM/KenLM flags whose name differs here -> what to write instead
     "lm": "give the model file as the MODEL argument", "write-lm": "-o/--out FILE",
     "text": "give the text file as the TEXT argument", "ppl": "`ngramlm ppl MODEL TEXT`",
     "kndiscount": "--smoothing mkn", "interpolate": "--smoothing mkn (interpolated by default)",
-    "unk": "nothing: <unk> is always modelled", "limit-vocab": "--vocab FILE", "vocab": "--vocab FILE",
+    "unk": "nothing: <unk> is always modelled", "limit-vocab": "--limit-vocab FILE (train), or ngramlm filter VOCAB MODEL -o OUT", "vocab": "--vocab FILE",
     "prune": "--prune-entropy THRESHOLD", "arpa": "-o FILE.arpa",
 }
 

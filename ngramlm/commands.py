@@ -19,7 +19,7 @@ from corpora.textio import check_writable
 from corpora.accounting import format_report
 from corpora.sources import plain_text_file
 
-from .smoothing import SMOOTHERS, named_list
+from .smoothing import SMOOTHERS, backoff_smoothers, named_list
 
 MODEL_SUFFIXES_ARPA = (".arpa", ".arpa.gz", ".lm")
 
@@ -98,7 +98,18 @@ def other_kind(path: str):
 @click.option("--prune-entropy", type=float, default=None,
               help="Entropy pruning (Stolcke): drop n-grams whose removal raises perplexity by less than this "
                    "relative amount, e.g. 1e-8.")
-@click.option("--min-count", type=int, default=1, show_default=True, help="Vocabulary: words seen fewer times become <unk>.")
+@click.option("--min-count", type=int, default=1, show_default=True,
+              help="Vocabulary: words seen fewer times become <unk> before counting (a closed vocabulary: <unk> "
+                   "is trained on them).")
+@click.option("--unk-from-min-count", "unk_min_count", type=int, default=None, metavar="K",
+              help="The same setting as --min-count K, by what it does: words seen fewer than K times in the "
+                   "training text are <unk> before counting, so <unk> gets a probability estimated from them.")
+@click.option("--limit-vocab", "--limit_vocab_file", "limit_vocab_path", type=click.Path(dir_okay=False),
+              default=None, metavar="WORDS_FILE",
+              help="lmplz's --limit_vocab_file: estimate on the full text, then keep only the n-grams whose words "
+                   "are all in this list (one word a line; <s>, </s>, <unk> always kept), the removed words' "
+                   "probability going to <unk>, back-off weights renormalised (as `ngramlm filter`).  The text is "
+                   "not mapped to <unk>.")
 @click.option("--max-size", type=int, default=None, help="Vocabulary: keep at most this many words.")
 @click.option("--vocab", "vocab_path", type=click.Path(dir_okay=False), default=None,
               help="Use this vocabulary file instead of fitting one on the training text.")
@@ -120,8 +131,8 @@ def other_kind(path: str):
               help="ngram here; neural models train with `ngramlm neural train --model ...`.")
 @_tokenizer_options
 def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discount_fallback, alpha, lambdas, tune_on,
-              prune_spec, prune_entropy, min_count, max_size, vocab_path, split, memory, temp_dir, dask_address,
-              estimation, data_dir, as_json, model_type, tokenizer, lower, normalize):
+              prune_spec, prune_entropy, min_count, unk_min_count, limit_vocab_path, max_size, vocab_path, split,
+              memory, temp_dir, dask_address, estimation, data_dir, as_json, model_type, tokenizer, lower, normalize):
     """Train an n-gram model on TEXT: a file, '-' for stdin, or a corpus name (toy, ptb, ...).
 
     Without TEXT, text piped on stdin is read (as lmplz does); with nothing piped it is an error.
@@ -169,6 +180,15 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
     from ngramlm.pruning import check_prune_args
 
     check_prune_args(order, prune, prune_entropy)
+    min_count = _closed_vocabulary_min_count(min_count, unk_min_count, vocab_path)
+    limit_words = None
+    if limit_vocab_path:
+        from ngramlm.vocab_filter import read_word_list
+
+        if estimation == "disk":
+            raise click.UsageError("--limit-vocab limits the estimated model in memory, and --estimation disk "
+                                   "writes it without holding it: drop --estimation disk")
+        limit_words = read_word_list(limit_vocab_path)  # a missing or empty list fails now, before any work
     t0 = time.perf_counter()
 
     def stage(i: int, what: str) -> None:  # KenLM-style "=== k/N stage ===" progress on stderr
@@ -178,6 +198,9 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
                  discount_fallback=(0.5, 1.0, 1.5) if discount_fallback else None, alpha=alpha, lambdas=lam,
                  prune=prune, prune_entropy=prune_entropy)
     smoother = lm._make_smoother()  # validates the name before any work
+    if limit_words is not None and smoother.name not in backoff_smoothers():
+        raise InputError(f"--limit-vocab renormalises back-off weights, and {smoother.name} does not make a back-off "
+                         "distribution", fix=f"train with --smoothing {named_list(backoff_smoothers())}")
     spec = _spec_from_options(tokenizer, lower, normalize)
     if vocab_path:
         vocab = Vocab.load(vocab_path)
@@ -190,7 +213,9 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
     given_vocab = vocab if vocab_path else None
     if streamed:  # never holds the text whole: blocks within --memory, or shards on Dask workers
         enc = None
-        on_disk = _out_of_core_step(lm, smoother, estimation, dask_address, output, stage)
+        # --limit-vocab limits the model in memory after estimation, so it is never estimated out of core.
+        on_disk = None if limit_words is not None else _out_of_core_step(lm, smoother, estimation, dask_address,
+                                                                           output, stage)
         res, where, used_spec = _streamed_counts(texts, split, data_dir, spec, given_vocab, order, memory,
                                                  temp_dir, dask_address, min_count, max_size, stage,
                                                  estimation=(estimation or "auto") if on_disk else "memory",
@@ -203,6 +228,12 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
         n_sentences, n_words = enc.n_sentences, enc.n_words
     click.echo(f"training {order}-gram {smoother.name} on {where}: {n_sentences} sentences, "
                f"{n_words} words, {vocab.n_types} types", err=True)
+    if min_count > 1 and not vocab_path:
+        click.echo(_closed_vocabulary_note(vocab, min_count), err=True)
+    if limit_words is not None:
+        from ngramlm.vocab_filter import kept_ids
+
+        kept_ids(vocab, limit_words, source=limit_vocab_path)  # no word in common: fail before counting
     if streamed and res.on_disk is not None:  # estimated and written out of core
         _report_out_of_core(res.on_disk, smoother, where, output, n_sentences, n_words, vocab, order, as_json,
                             time.perf_counter() - t0)
@@ -216,9 +247,13 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
     if not streamed:
         stage(2, f"counting {order} orders")
         counts = NgramCounts.from_encoded(enc, order=order, vocab_size=len(vocab))
-    stage(3, f"smoothing ({smoother.name})" + (", pruning" if prune or prune_entropy else ""))
+    stage(3, f"smoothing ({smoother.name})" + (", pruning" if prune or prune_entropy else "")
+          + (", limiting the vocabulary" if limit_words is not None else ""))
     lm.fit(enc, vocab=vocab, counts=counts, heldout=heldout)
     del enc, counts  # the model keeps what it needs; free the counts before writing
+    limited = None
+    if limit_words is not None:
+        limited = _limit_vocabulary(lm, limit_words, limit_vocab_path)
     stage(4, f"writing {output}")
     save_model(lm, output)
     seconds = time.perf_counter() - t0
@@ -227,9 +262,53 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
         click.echo(f"smoothing: {json.dumps(lm.info_)}", err=True)
     if as_json:
         click.echo(json.dumps({"model": output, "text": where, "order": lm.order_, "smoothing": lm.smoother_name_,
-                               "sentences": n_sentences, "words": n_words, "n_types": vocab.n_types,
+                               "sentences": n_sentences, "words": n_words, "n_types": lm.vocab_.n_types,
                                "ngrams": [int(n) for n in lm.n_ngrams_],
-                               "seconds": seconds, "info": lm.info_}, indent=2, default=float))
+                               "seconds": seconds, "info": lm.info_,
+                               **({"vocab_limit": limited.to_dict()} if limited is not None else {})},
+                              indent=2, default=float))
+
+
+def _closed_vocabulary_min_count(min_count: int, unk_min_count, vocab_path) -> int:
+    """The vocabulary's min count: --min-count, or --unk-from-min-count, its other spelling (not both,
+    unless they agree; not with --vocab, which fixes the vocabulary)."""
+    if unk_min_count is None:
+        return min_count
+    if unk_min_count < 1:
+        raise click.BadParameter(f"must be >= 1, got {unk_min_count} (1 keeps every word of the text)",
+                                 param_hint="--unk-from-min-count")
+    source = click.get_current_context().get_parameter_source("min_count")
+    if source is not None and source.name != "DEFAULT" and min_count != unk_min_count:
+        raise click.UsageError(f"--min-count {min_count} and --unk-from-min-count {unk_min_count} are the same "
+                               "setting: give one")
+    if vocab_path:
+        raise click.UsageError("--vocab fixes the vocabulary, so --unk-from-min-count has no words to cut: "
+                               "drop one of them")
+    return unk_min_count
+
+
+def _closed_vocabulary_note(vocab, min_count: int) -> str:
+    """One line: how many training words --min-count made <unk>, which is then trained on them."""
+    cut = [(w, c) for w, c in vocab.counts_.items() if c < min_count and w != vocab.unk_token]
+    tokens = sum(c for _, c in cut)
+    return (f"closed vocabulary: {len(cut)} word types seen fewer than {min_count} times ({tokens} tokens) are "
+            f"{vocab.unk_token} before counting, so {vocab.unk_token} is estimated from them")
+
+
+def _limit_vocabulary(lm, words, path):
+    """Limit the trained ``lm`` to ``words`` in place (:mod:`ngramlm.vocab_filter`); say what changed."""
+    from ngramlm.vocab_filter import limit_vocabulary
+
+    res = limit_vocabulary(lm, words=words, source=path)
+    lm._set_tables(res.tables)
+    sizes = ["/".join(str(n) for n in x) for x in (res.ngrams_before, res.ngrams_after)]
+    click.echo(f"limit-vocab {path}: {res.kept_words} words kept, {res.removed_words} removed; n-grams "
+               f"{sizes[0]} -> {sizes[1]}; p(<unk>) {res.unk_prob_before:.6g} -> {res.unk_prob_after:.6g}", err=True)
+    if res.missing:
+        click.echo(f"note: {len(res.missing)} words of {path} are not in the trained vocabulary (not in the "
+                   f"text, or cut by --min-count), e.g. {', '.join(res.missing[:5])}: a recogniser would score them "
+                   "as <unk>", err=True)
+    return res
 
 
 def _out_of_core_step(lm, smoother, estimation, dask_address, output, stage):
