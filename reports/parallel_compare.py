@@ -50,8 +50,15 @@ def target_side(par) -> CompareData:
     corpus = Corpus(name=f"{par.name}:{par.tgt_lang}", tokenizer=par.tokenizer, splits=splits)
     encoded = {s: par.tgt_vocab.encode_sentences(sents) for s, sents in splits.items()}
     ds = Dataset(corpus=corpus, vocab=par.tgt_vocab, encoded=encoded)
-    sizes = {s: {"sentences": enc.n_sentences, "tokens": enc.n_tokens} for s, enc in encoded.items()}
-    return CompareData(dataset=ds, name=corpus.name, fingerprint=par.fingerprint[:20], sizes=sizes, truth={})
+    # The target text's UTF-8 bytes as read (each target line plus one byte for its sentence end, as
+    # corpora.corpus.text_bytes counts a monolingual text): what bits per byte divide by.
+    from corpora.corpus import line_bytes
+
+    line = {s: line_bytes([t for _, t in par.raw[s]]) for s in splits}
+    sizes = {s: {"sentences": enc.n_sentences, "tokens": enc.n_tokens, "bytes": int(line[s].sum())}
+             for s, enc in encoded.items()}
+    return CompareData(dataset=ds, name=corpus.name, fingerprint=par.fingerprint[:20], sizes=sizes, truth={},
+                       sentence_bytes=line)
 
 
 class ParallelRun(RunBase):
@@ -90,6 +97,7 @@ class ParallelRun(RunBase):
                            "src_types": par.src_vocab.n_types, "tgt_types": par.tgt_vocab.n_types,
                            "split_seed": SPLIT_SEED, "tokenizer": par.tokenizer.to_dict(),
                            "fingerprint": par.fingerprint},
+                "target_test_bytes": self.data.sizes["test"]["bytes"],
                 "rows": [], "bleu": [], "attention": [], "examples": []}
 
     def intro(self) -> str:
@@ -111,7 +119,14 @@ class ParallelRun(RunBase):
                 continue
             if counts is None:
                 counts = bootstrap.resample_counts(len(bootstrap.units(test.starts, test.n_tokens)) - 1)
-            r["test_ci"] = bootstrap.intervals(lp, test.starts, counts=counts)
+            r["test_ci"] = bootstrap.intervals(lp, test.starts, counts=counts,
+                                               unit_bytes=(self.data.sentence_bytes or {}).get("test"))
+        n_bytes = self.data.sizes["test"].get("bytes")
+        for r in self.results.get("rows", []):
+            t = r.get("test") or {}
+            log2p = t.get("log2prob", t.get("log2_prob"))
+            if n_bytes and log2p is not None and t.get("ppl") is not None:
+                r["test_bits_per_byte"] = -log2p / n_bytes  # the target side's bytes, one convention for all
 
     def stages(self) -> tuple:
         return (self._ngram_stage, self._lm_stage, self._translator_stage, self._bleu_stage, self._examples_stage)

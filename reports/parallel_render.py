@@ -34,6 +34,8 @@ def _row(r: dict) -> dict:
     return {"label": r["label"], "side": r.get("side", ""), "conditional": bool(r.get("conditional")),
             "order": r.get("order"), "valid": fmt_ppl(valid) if valid else "-", "test": fmt_ppl(test) if test else "-",
             "test_ppl": test.get("ppl"),
+            "bpb": "-" if r.get("test_bits_per_byte") is None else f"{r['test_bits_per_byte']:.4f}",
+            "v_bpb": r.get("test_bits_per_byte"),
             "ci": "" if not (r.get("test_ci") or {}).get("ppl") else
             f"{r['test_ci']['ppl'][0]:.2f}–{r['test_ci']['ppl'][1]:.2f}",
             "size": f"{fmt_size(r.get('size'))} {r.get('size_unit') or ''}".strip(),
@@ -78,7 +80,7 @@ def build_context(results: dict) -> dict:
         "settings": results["settings"], "rows": main, "all_ngram": [_row(r) for r in ngram],
         "bleu_models": models, "bleu_grid": grid, "signature": bleu[0]["signature"] if bleu else None,
         "examples": results.get("examples") or [], "attention": results.get("attention") or [],
-        "timing": results.get("timing") or {},
+        "timing": results.get("timing") or {}, "target_bytes": results.get("target_test_bytes"),
     }
 
 
@@ -91,11 +93,13 @@ MD_TEMPLATE = """\
 
 Every model predicts the same {{ corpus.sizes.test.tgt_tokens + corpus.sizes.test.pairs }} test tokens: each target word and each `</s>`, over the same target vocabulary. Language models (n-grams, neural) see only the target side; the translators also read the source, so theirs is the *conditional* perplexity P(target | source). N-gram rows show the best order per smoother (by validation perplexity).
 
-| model | reads the source | valid ppl | test ppl | test ppl 95 % CI | vs best target LM | size | train time |
-|---|---|---:|---:|---:|---:|---:|---:|
+| model | reads the source | valid ppl | test ppl | test ppl 95 % CI | test bits/byte | vs best target LM | size | train time |
+|---|---|---:|---:|---:|---:|---:|---:|---:|
 {% for r in rows %}
-| {{ r.label }} | {{ "yes" if r.conditional else "no" }} | {{ r.valid }} | {{ r.test }} | {{ r.ci or "-" }} | {{ r.vs_best_lm or "-" }} | {{ r.size }} | {{ r.seconds }} |
+| {{ r.label }} | {{ "yes" if r.conditional else "no" }} | {{ r.valid }} | {{ r.test }} | {{ r.ci or "-" }} | {{ r.bpb }} | {{ r.vs_best_lm or "-" }} | {{ r.size }} | {{ r.seconds }} |
 {% endfor %}
+
+Bits per byte divide the test log-probability by the UTF-8 bytes of the target ({{ corpus.tgt_lang }}) test sentences as read{% if target_bytes %} ({{ "{:,}".format(target_bytes) }} bytes, one per sentence end){% endif %}, so they compare with any tokenization of the same text.
 
 The 95 % intervals are a bootstrap over the test pairs (1,000 resamples, the same for every model), as are BLEU's below (Koehn 2004).
 
@@ -147,8 +151,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; } .note { color:
 <h1>{{ corpus.name }} ({{ corpus.src_lang }} → {{ corpus.tgt_lang }})</h1>
 <p class="note">{{ corpus.sizes.train.pairs }} / {{ corpus.sizes.valid.pairs }} / {{ corpus.sizes.test.pairs }} train / valid / test pairs; target vocabulary {{ corpus.tgt_types }} types. Every model predicts the same test tokens (target words and <code>&lt;/s&gt;</code>).</p>
 <h2>Perplexity of the target sentences</h2>
-<table id="ppl-table"><thead><tr><th>model</th><th>reads the source</th><th>valid ppl</th><th>test ppl<br><span class="ci">95 % CI</span></th><th>vs best target LM</th><th>size</th><th>train time</th></tr></thead><tbody>
-{% for r in rows %}<tr><td>{{ r.label }}</td><td>{{ "yes" if r.conditional else "no" }}</td><td class="num">{{ r.valid }}</td><td class="num" data-v="{{ r.test_ppl if r.test_ppl is not none else "" }}">{{ r.test }}{% if r.ci %}<br><span class="ci">{{ r.ci }}</span>{% endif %}</td><td class="num">{{ r.vs_best_lm or "-" }}</td><td class="num">{{ r.size }}</td><td class="num">{{ r.seconds }}</td></tr>
+<table id="ppl-table"><thead><tr><th>model</th><th>reads the source</th><th>valid ppl</th><th>test ppl<br><span class="ci">95 % CI</span></th><th title="the test log-probability over the UTF-8 bytes of the target sentences as read, one per sentence end">test bits/byte</th><th>vs best target LM</th><th>size</th><th>train time</th></tr></thead><tbody>
+{% for r in rows %}<tr><td>{{ r.label }}</td><td>{{ "yes" if r.conditional else "no" }}</td><td class="num">{{ r.valid }}</td><td class="num" data-v="{{ r.test_ppl if r.test_ppl is not none else "" }}">{{ r.test }}{% if r.ci %}<br><span class="ci">{{ r.ci }}</span>{% endif %}</td><td class="num" data-v="{{ r.v_bpb if r.v_bpb is not none else "" }}">{{ r.bpb }}</td><td class="num">{{ r.vs_best_lm or "-" }}</td><td class="num">{{ r.size }}</td><td class="num">{{ r.seconds }}</td></tr>
 {% endfor %}</tbody></table>
 <p class="note">The 95 % intervals are a bootstrap over the test pairs (1,000 resamples, the same for every model), as are BLEU's (Koehn 2004). Click a column's header to sort.</p>
 <h2>BLEU on the test pairs</h2>
@@ -160,6 +164,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; } .note { color:
 <h2>Source attention</h2>
 <p class="note">Rows: the reference target tokens, teacher-forced (the query); columns: the source tokens (the keys); colour: the attention weight from 0 (white) to 1 (blue), each row summing to 1. The slider divides the attention scores by a temperature before the softmax (re-normalised from the stored log-weights): below 1 sharpens, above 1 flattens.</p>
 <label>softmax temperature <input type="range" id="s2s-temp" min="-2" max="2" step="0.05" value="0"> <span id="s2s-temp-val">1.00</span></label>
+<p class="note">colour: attention weight <span style="display:inline-block;width:8em;height:0.8em;border:1px solid #ccc;vertical-align:middle;background:linear-gradient(to right,#fff,#00f)"></span> 0 → 1 &nbsp; rows: reference target tokens (query) &nbsp; columns: source tokens (key)</p>
 <div id="s2s-heatmaps"></div>
 <p class="note" id="s2s-selftest" data-result="not run" hidden>self-test: needs JavaScript</p>
 <script>

@@ -113,6 +113,7 @@ figure { margin: 0.8em 0; } figure img { max-width: 100%; border: 1px solid #eee
 #att-heatmap rect.row-outline { fill: none; stroke: #d6604d; stroke-width: 2; pointer-events: none; }
 #att-heatmap text.row-label { cursor: pointer; } #att-heatmap text.row-label.focus { font-weight: bold; fill: #b2182b; }
 #selftest { display: none; }
+.scale-bar { display: inline-block; width: 8em; height: 0.8em; border: 1px solid #ccc; vertical-align: middle; margin: 0 0.4em; }
 .scroll { overflow-x: auto; max-width: 100%; }
 td.best { font-weight: bold; } .ci { color: #666; font-size: 0.85em; font-weight: normal; }
 .chip { display: inline-block; padding: 0 0.5em; margin-right: 0.4em; border-left: 4px solid; font-size: 0.85em; }
@@ -257,6 +258,17 @@ HTML_TAIL = r"""<h2 id="normalisation">Normalising across tokenizations</h2>
       t.textContent = A.tokens[k];
       svg.appendChild(t);
     }
+    // Axis titles: rows are the passage read teacher-forced (the queries), columns the positions attended to.
+    var xt = document.createElementNS(ns, "text");
+    xt.setAttribute("x", left); xt.setAttribute("y", 12); xt.setAttribute("font-size", 11);
+    xt.setAttribute("class", "axis-title"); xt.textContent = "attended-to position (key) \u2192";
+    svg.appendChild(xt);
+    var yt = document.createElementNS(ns, "text"), yx = 10, yy = topM + c * T / 2;
+    yt.setAttribute("x", yx); yt.setAttribute("y", yy); yt.setAttribute("font-size", 11);
+    yt.setAttribute("text-anchor", "middle"); yt.setAttribute("class", "axis-title");
+    yt.setAttribute("transform", "rotate(-90 " + yx + " " + yy + ")");
+    yt.textContent = "reading position (query), teacher-forced \u2192";
+    svg.appendChild(yt);
     var outline = document.createElementNS(ns, "rect");
     outline.setAttribute("class", "row-outline");
     svg.appendChild(outline);

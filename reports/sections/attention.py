@@ -60,6 +60,7 @@ HTML = r"""{% if attention %}
 </div>
 <div id="att-tokens"></div>
 <div id="att-info"></div>
+<p class="att-scale note">colour: attention weight <span class="scale-bar" style="background: linear-gradient(to right, rgba(33,102,172,0), rgba(33,102,172,1));"></span> 0 → 1 (each row sums to 1)</p>
 <svg id="att-heatmap" xmlns="http://www.w3.org/2000/svg"></svg>
 <script type="application/json" id="attention-data">{{ attention|tojson_safe }}</script>
 {% else %}<p>No Transformer in this run.</p>{% endif %}
