@@ -111,3 +111,20 @@ def test_an_example_works_in_headless_chromium(example, tmp_path):
     n_figures = html.count("<figure>")
     assert n_figures >= 5 and check["images"] == n_figures and f"figures decoded {n_figures}/{n_figures}" in html
     assert 'id="selftest" data-result="pass"' in html, html[html.find('id="selftest"') - 20:][:600]
+
+
+def test_the_translation_example_has_bits_per_byte_and_intervals_for_every_model():
+    res = json.loads((REPO / "docs" / "examples" / "fra-eng" / "results.json").read_text())
+    n_bytes = res["target_test_bytes"]
+    assert n_bytes > res["corpus"]["sizes"]["test"]["tgt_tokens"]  # the French lines' bytes, not tokens
+    finite = [r for r in res["rows"] if r["test"]["ppl"] is not None]  # MLE's higher orders are infinite
+    assert len(finite) >= len(res["rows"]) - 4
+    for r in finite:
+        t = r["test"]
+        log2p = t.get("log2prob", t.get("log2_prob"))
+        assert r["test_bits_per_byte"] == pytest.approx(-log2p / n_bytes)
+        lo, hi = r["test_ci"]["ppl"]
+        assert lo < t["ppl"] < hi
+    for b in res["bleu"]:
+        assert b["ci"][0] < b["bleu"] < b["ci"][1]
+
