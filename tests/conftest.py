@@ -88,3 +88,14 @@ def run_cli(monkeypatch):
         return invoke_cli(args, input=input)
 
     return run
+
+
+def sentence_contexts(sentences, n_sentences: int = 60) -> list:
+    """Contexts to check that a model sums to one: every prefix of up to 3 words of the first sentences,
+    with and without the sentence start."""
+    out = []
+    for s in sentences[:n_sentences]:
+        for i in range(min(len(s), 3) + 1):
+            out += [["<s>"] + s[:i], s[:i]]
+    return out
+

@@ -16,6 +16,7 @@ from ngramlm.arpa import write_arpa
 from ngramlm.loading import read_arpa
 from ngramlm.mix import (best_mix, component_log10, component_token_log10, dynamic_log10, mix_tables,
                          union_vocabulary)
+from conftest import sentence_contexts as _contexts
 
 
 @pytest.fixture(scope="module")
@@ -38,14 +39,6 @@ def own(halves):
     for h in halves:
         v = Vocab().fit(h)
         out.append(NgramLM(order=3, smoothing="mkn").fit(v.encode_sentences(h), vocab=v))
-    return out
-
-
-def _contexts(sentences, n_sentences=60):
-    out = []
-    for s in sentences[:n_sentences]:
-        for i in range(min(len(s), 3) + 1):
-            out += [["<s>"] + s[:i], s[:i]]
     return out
 
 

@@ -11,6 +11,7 @@ from ngramlm.arpa import write_arpa
 from ngramlm.loading import load_any
 from ngramlm.pruning import ngram_words, prune_entropy
 from ngramlm.prune_size import keep_masks, kept_counts, prune_scores
+from conftest import sentence_contexts as _contexts
 
 
 @pytest.fixture(scope="module")
@@ -29,14 +30,6 @@ def files(tmp_path_factory, toy_dataset, lm):
 
 def _higher(model) -> int:
     return sum(int(n) for n in model.n_ngrams_[1:])
-
-
-def _contexts(sentences, n_sentences=60):
-    out = []
-    for s in sentences[:n_sentences]:
-        for i in range(min(len(s), 3) + 1):
-            out += [["<s>"] + s[:i], s[:i]]
-    return out
 
 
 def _grams(model, k):
