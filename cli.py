@@ -32,6 +32,7 @@ _COMMANDS = {
     "seq2seq": ("neural.seq2seq_commands:seq2seq_group", "Encoder-decoder translation with attention and beam search."),
     "compare": ("reports.commands:compare_cmd", "Train count and neural models on one corpus and report."),
     "report": ("reports.commands:report_cmd", "Re-render a comparison report from results.json."),
+    "lab": ("labs.commands:lab_cmd", "The textbook's experiments as small labs with reports (no NAME: list them)."),
 }
 
 

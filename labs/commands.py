@@ -1,0 +1,37 @@
+"""``ngramlm lab [NAME] [-o DIR]``: list the labs, or run one and write its report."""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import click
+
+from . import LABS
+
+
+@click.command("lab")
+@click.argument("name", required=False)
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("labs-out"),
+              show_default=True, help="Folder for the reports; each lab writes OUT/NAME/.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed (the labs are deterministic given it).")
+def lab_cmd(name: str | None, out_dir: Path, seed: int) -> None:
+    """Run one of the textbook's experiments as a small lab; with no NAME, list them."""
+    if name is None:
+        width = max(map(len, LABS))
+        for lab_name, info in LABS.items():
+            click.echo(f"{lab_name:<{width}}  {info.section}")
+            click.echo(f"{'':<{width}}  {info.summary}")
+        return
+    if name not in LABS:
+        from corpora.errors import InputError
+
+        raise InputError(f"unknown lab '{name}'", fix=f"choose one of: {', '.join(LABS)} (`ngramlm lab` lists them)")
+    from .output import write_lab
+
+    module = importlib.import_module(LABS[name].module)
+    result = module.run(seed=seed)
+    folder = write_lab(result, out_dir=out_dir)
+    click.echo(f"{result.title}  [{result.section}]")
+    for what, value in result.headline:
+        click.echo(f"  {what}: {value}")
+    click.echo(f"wrote {folder}/report.html (and report.md, results.json, plots/)")
