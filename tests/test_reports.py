@@ -308,7 +308,9 @@ def test_checkpoint_trained_elsewhere_is_scored_not_retrained(quick_run, tmp_pat
         assert row[split]["ppl"] == pytest.approx(lstm[split]["ppl"], rel=1e-12)
         assert row[split]["tokens"] == lstm[split]["tokens"]
     assert row["size"] == lstm["size"] and row["epochs"] == pytest.approx(lstm["epochs"])
-    assert row["train_seconds"] == pytest.approx(lstm["train_seconds"], rel=0.05)
+    # The checkpoint's recorded training time against the run's own clock: on a sub-second quick run a busy
+    # machine's scheduling alone moves them apart by a few tenths of a second (seen in CI: 0.68 vs 0.91 s).
+    assert row["train_seconds"] == pytest.approx(lstm["train_seconds"], rel=0.05, abs=0.5)
     assert nn["transformer"]["stopped"] != "adopted"
     assert any(r["components"][1] == "lstm" for r in again["interpolation"])
     md = (out / "report.md").read_text()
