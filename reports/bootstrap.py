@@ -14,6 +14,7 @@ resample needs only the per-unit sums: one ``(resamples x units)`` count matrix 
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Optional
 
 import numpy as np
@@ -41,8 +42,10 @@ def unit_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     return np.add.reduceat(values, bounds[:-1]) if len(bounds) > 1 else np.zeros(0)
 
 
+@lru_cache(maxsize=8)
 def resample_counts(n_units: int, *, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
-    """``(resamples, n_units)``: how often each unit is drawn in each resample (n_units draws each)."""
+    """``(resamples, n_units)``: how often each unit is drawn in each resample (n_units draws each).
+    Drawn once per text size and reused by every model scored on it (read only)."""
     rng = np.random.default_rng(seed)
     return rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=resamples).astype(np.float64)
 
@@ -100,3 +103,13 @@ def paired_share(log2p_a: np.ndarray, log2p_b: np.ndarray, starts: np.ndarray,
     if counts is None or counts.shape[1] != len(diff):
         counts = resample_counts(len(diff))
     return float(np.mean(counts @ diff > 0))
+
+
+def test_intervals(data, log2p) -> Optional[dict]:
+    """:func:`intervals` of a model's per-token ``log2p`` on the test split of ``data`` (a
+    ``reports.data.CompareData``: its sentence starts, bytes and bytes per sentence); None without scores."""
+    if log2p is None:
+        return None
+    return intervals(log2p, data["test"].starts, n_bytes=data.sizes["test"].get("bytes"),
+                     unit_bytes=(data.sentence_bytes or {}).get("test"))
+

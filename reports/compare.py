@@ -27,7 +27,7 @@ from typing import Callable, Optional
 from corpora.errors import InputError
 from corpora.textio import atomic_write_text, check_writable, sweep_stale_temp_files
 
-from . import analysis
+from . import analysis, bootstrap
 from .data import CompareData, load_data
 from .formatting import describe_budget  # noqa: F401 (also reports.compare.describe_budget, as before)
 from .run import RunBase, run_stages, write_results  # noqa: F401 (run_stages, write_results: as before)
@@ -53,7 +53,6 @@ class Run(RunBase):
         self.data = data
         self.checkpoints: dict = {}  # neural row id -> checkpoint path
         self.adopted = adopted  # inspect_checkpoints(settings, data), when the caller already checked them
-        self._resamples = None  # the bootstrap's draws, shared by every row (reports.bootstrap)
 
     # ------------------------------------------------------------------ RunBase
     def load(self) -> None:
@@ -105,7 +104,7 @@ class Run(RunBase):
     def _count_stage(self) -> None:
         from ngramlm import NgramCounts
 
-        from .ngram_part import spectrum, vwall
+        from .ngram_part import spectrum, vwall, zipf
 
         d = self.data
         t0 = time.perf_counter()
@@ -113,8 +112,6 @@ class Run(RunBase):
         count_s = time.perf_counter() - t0
         self.results["vwall"] = vwall(self.counts, d.vocab, d["train"], d["test"])
         self.results["spectrum"] = spectrum(self.counts)
-        from .sections.tokenizations import zipf
-
         self.results["zipf"] = zipf(self.counts, d.vocab)
         self.results["counting_seconds"] = count_s
         self.log(f"counted orders 1..{self.settings.max_order} in {count_s:.1f} s; the V^n wall:")
@@ -166,21 +163,7 @@ class Run(RunBase):
                     r["test_normalised"] = analysis.normalise(t["log2prob"] if t["ppl"] is not None else None,
                                                               d.sizes["test"])
                     r["above_floor"] = analysis.above_floor(t, truth)
-                    r["test_ci"] = self._interval(r["id"])
-
-    def _interval(self, row_id: str) -> Optional[dict]:
-        """The row's bootstrap 95 % intervals on test (by sentence; reports.bootstrap), from its per-token
-        scores; None for a row without them (infinite perplexity, not a distribution)."""
-        from . import bootstrap
-
-        arrays = self.arrays.get(row_id)
-        if not arrays or "test" not in arrays:
-            return None
-        d = self.data
-        if self._resamples is None:
-            self._resamples = bootstrap.resample_counts(len(bootstrap.units(d["test"].starts, d["test"].n_tokens)) - 1)
-        return bootstrap.intervals(arrays["test"], d["test"].starts, n_bytes=d.sizes["test"].get("bytes"),
-                                   unit_bytes=(d.sentence_bytes or {}).get("test"), counts=self._resamples)
+                    r["test_ci"] = bootstrap.test_intervals(d, (self.arrays.get(r["id"]) or {}).get("test"))
 
 
 def inspect_checkpoints(settings: CompareSettings, data: CompareData) -> list:

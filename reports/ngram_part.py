@@ -65,6 +65,30 @@ def spectrum(counts: NgramCounts) -> dict:
     return out
 
 
+def zipf(counts, vocab, top: int = 10) -> dict:
+    """The textbook's first figures for one tokenization: the rank-frequency curve of its types (sampled
+    on a log grid of ranks, for the plot) and its top-``top`` unigrams, bigrams and trigrams as counted
+    for the models (``<s>``/``</s>`` included)."""
+    out = {"ranks": [], "freqs": [], "top": {}}
+    freqs = np.sort(counts.tables[0].count[counts.tables[0].count > 0].astype(np.int64))[::-1]
+    if len(freqs):
+        ranks = np.unique(np.round(np.geomspace(1, len(freqs), num=min(len(freqs), 200))).astype(np.int64))
+        out["ranks"] = ranks.tolist()
+        out["freqs"] = freqs[ranks - 1].tolist()
+    for n in range(1, min(3, counts.order) + 1):
+        c = counts.tables[n - 1].count
+        idx = np.argsort(-c, kind="stable")[:top]
+        grams = counts.ngrams(n)[idx]
+        shown = []
+        for g, i in zip(grams, idx):
+            if c[i] > 0:
+                pieces = vocab.decode(g.tolist())
+                # Characters and bytes read as the string they spell ("▁th"), longer pieces with spaces.
+                shown.append([("" if all(len(p) == 1 for p in pieces) else " ").join(pieces), int(c[i])])
+        out["top"][str(n)] = shown
+    return out
+
+
 # ---------------------------------------------------------------------------- model rows
 def ngram_settings(smoother: str, order: int, fraction: float = 1.0) -> dict:
     return {"smoother": smoother, "order": order, "train_fraction": fraction}

@@ -112,15 +112,10 @@ class ParallelRun(RunBase):
         from . import bootstrap
 
         test = self.data["test"]
-        counts = None
         for r in self.results.get("rows", []):
             lp = (self.arrays.get(r["id"]) or {}).get("test")
-            if lp is None or len(lp) != test.n_tokens:
-                continue
-            if counts is None:
-                counts = bootstrap.resample_counts(len(bootstrap.units(test.starts, test.n_tokens)) - 1)
-            r["test_ci"] = bootstrap.intervals(lp, test.starts, counts=counts,
-                                               unit_bytes=(self.data.sentence_bytes or {}).get("test"))
+            if lp is not None and len(lp) == test.n_tokens:
+                r["test_ci"] = bootstrap.test_intervals(self.data, lp)
         n_bytes = self.data.sizes["test"].get("bytes")
         for r in self.results.get("rows", []):
             t = r.get("test") or {}

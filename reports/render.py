@@ -17,6 +17,7 @@ import markupsafe
 from corpora.textio import atomic_write_bytes, atomic_write_text
 
 from . import plots, sections, tables
+from .analysis import undertrained_reason
 from .templates import assemble
 
 
@@ -36,12 +37,9 @@ def undertrained(results: dict) -> dict:
     best_unigram = min(unigram) if unigram else None
     out = {}
     for r in results.get("neural", []):
-        valid = (r.get("valid") or {}).get("ppl")
-        if r.get("stopped") != "adopted" and r.get("epochs") is not None and r["epochs"] < 1:
-            out[r["id"]] = f"stopped after {fmt_fixed(r['epochs'], 2)} epochs, before it read the training text once"
-        elif valid is not None and best_unigram is not None and valid > best_unigram:
-            out[r["id"]] = (f"worse than the unigram model on valid ({fmt_fixed(valid, 2)} against "
-                            f"{fmt_fixed(best_unigram, 2)}): it has not learned word frequencies yet")
+        why = undertrained_reason(r, best_unigram)
+        if why:
+            out[r["id"]] = why
     return out
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
-from .. import plots
+from .. import bootstrap, plots
+from ..analysis import undertrained_reason
 from ..formatting import describe_budget, fmt_fixed, fmt_share
 from . import Section
 
@@ -28,7 +29,7 @@ def compute(run) -> None:
     from ngramlm import NgramCounts
 
     from ..data import load_data
-    from ..ngram_part import fit_ngram, split_scores, vwall
+    from ..ngram_part import fit_ngram, split_scores, vwall, zipf
 
     rows = []
     neural_on = [tk for tk in s.tokenizers if s.neural_tokenizers is None or tk in s.neural_tokenizers]
@@ -73,7 +74,7 @@ def compute(run) -> None:
         scored = [p for p in orders if p["valid_bits_per_byte"] is not None]
         best = min(scored, key=lambda p: p["valid_bits_per_byte"]) if scored else None
         tok = data.vocab.tokenizer
-        ci = _interval(data, test_arrays.get(best["order"])) if best else None
+        ci = bootstrap.test_intervals(data, test_arrays.get(best["order"])) if best else None
         row = {"tokenizer": tk, "describe": tok.describe() if tok else tk, "n_types": data.vocab.n_types,
                "test_tokens": data.sizes["test"]["tokens"], "test_bytes": n_bytes["test"],
                "test_unk": int((data["test"].ids == UNK_ID).sum()),
@@ -90,16 +91,6 @@ def compute(run) -> None:
             v = "-" if nr["test_bits_per_byte"] is None else f"{nr['test_bits_per_byte']:.4f}"
             run.log(f"  {tk:<12} {nr['label']}: {v} bits/byte")
     run.results["tokenizations"] = {"smoother": s.curve_smoother, "rows": rows}
-
-
-def _interval(data, log2p) -> Optional[dict]:
-    """Bootstrap 95 % intervals (by sentence) of a model's scores on this tokenization's test text."""
-    if log2p is None:
-        return None
-    from .. import bootstrap
-
-    return bootstrap.intervals(log2p, data["test"].starts, n_bytes=data.sizes["test"].get("bytes"),
-                               unit_bytes=(data.sentence_bytes or {}).get("test"))
 
 
 def _neural(run, tk: str, own: bool, data, orders: list) -> list:
@@ -126,44 +117,14 @@ def _neural(run, tk: str, own: bool, data, orders: list) -> list:
         test, valid = row.get("test") or {}, row.get("valid") or {}
         ok = test.get("ppl") is not None
         arrays = run.arrays.get(row["id"]) or {}
-        unigram = orders[0]["valid_ppl"] if orders else None
-        flag = None
-        if row.get("epochs") is not None and row["epochs"] < 1:
-            flag = f"stopped after {row['epochs']:.2f} epochs"
-        elif valid.get("ppl") is not None and unigram is not None and valid["ppl"] > unigram:
-            flag = f"worse than the unigram on valid ({valid['ppl']:.2f} against {unigram:.2f})"
+        # the results table's rule, against this tokenization's unigram (the curve smoother at n = 1)
+        flag = undertrained_reason(row, orders[0]["valid_ppl"] if orders else None)
         out.append({"model": name, "label": row["label"], "id": row["id"],
                     "test_ppl": test.get("ppl"), "valid_ppl": valid.get("ppl"),
                     "test_bits_per_byte": -test["log2prob"] / data.sizes["test"]["bytes"] if ok else None,
-                    "ci": _interval(data, arrays.get("test")), "epochs": row.get("epochs"),
+                    "ci": bootstrap.test_intervals(data, arrays.get("test")), "epochs": row.get("epochs"),
                     "train_seconds": row.get("train_seconds"), "history": row.get("history"),
                     "undertrained": flag, "error": row.get("error")})
-    return out
-
-
-def zipf(counts, vocab, top: int = 10) -> dict:
-    """The textbook's first figures for one tokenization: the rank-frequency curve of its types (sampled
-    on a log grid of ranks, for the plot) and its top-``top`` unigrams, bigrams and trigrams as counted
-    for the models (``<s>``/``</s>`` included)."""
-    import numpy as np
-
-    out = {"ranks": [], "freqs": [], "top": {}}
-    freqs = np.sort(counts.tables[0].count[counts.tables[0].count > 0].astype(np.int64))[::-1]
-    if len(freqs):
-        ranks = np.unique(np.round(np.geomspace(1, len(freqs), num=min(len(freqs), 200))).astype(np.int64))
-        out["ranks"] = ranks.tolist()
-        out["freqs"] = freqs[ranks - 1].tolist()
-    for n in range(1, min(3, counts.order) + 1):
-        c = counts.tables[n - 1].count
-        idx = np.argsort(-c, kind="stable")[:top]
-        grams = counts.ngrams(n)[idx]
-        shown = []
-        for g, i in zip(grams, idx):
-            if c[i] > 0:
-                pieces = vocab.decode(g.tolist())
-                # Characters and bytes read as the string they spell ("▁th"), longer pieces with spaces.
-                shown.append([("" if all(len(p) == 1 for p in pieces) else " ").join(pieces), int(c[i])])
-        out["top"][str(n)] = shown
     return out
 
 
