@@ -72,7 +72,7 @@ class LazyGroup(click.Group):
 # with the spelling this toolkit uses.  Words that are not options of the command pass untouched.
 _SINGLE_DASH = re.compile(r"^-([A-Za-z][A-Za-z_-]+)(=?)(.*)$")
 _SRILM = {  # SRILM/KenLM flags whose name differs here -> what to write instead
-    "lm": "give the model file as the MODEL argument", "write-lm": "-o/--out FILE",
+    "lm": "the model file as the MODEL argument", "write-lm": "-o/--out FILE",
     "text": "give the text file as the TEXT argument", "ppl": "`ngramlm ppl MODEL TEXT`",
     "kndiscount": "--smoothing mkn", "interpolate": "--smoothing mkn (interpolated by default)",
     "unk": "nothing: <unk> is always modelled", "limit-vocab": "--limit-vocab FILE (train), or ngramlm filter VOCAB MODEL -o OUT", "vocab": "--vocab FILE",

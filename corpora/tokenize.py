@@ -356,6 +356,8 @@ def parse_tokenizer(text: str) -> tuple:
         n = int(size)
     except ValueError:
         raise InputError(f"the size in {text!r} is not an integer", fix="use e.g. --tokenizer bpe:8000") from None
+    if n < 2:  # checked here, with the option, not first when the tokenizer is fitted after a long run
+        raise InputError(f"a tokenizer's size must be an integer >= 2, got {n}", fix="use e.g. --tokenizer bpe:8000")
     return kind, n
 
 
