@@ -27,7 +27,10 @@ def _source_copy(dst: Path) -> Path:
     dst.mkdir(parents=True, exist_ok=True)
     for name in ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "cli.py"):
         shutil.copy2(REPO / name, dst / name)
-    for pkg in ("corpora", "ngramlm", "neural", "reports"):
+    import tomllib  # the packages pyproject.toml installs: a package added there is copied too
+
+    listed = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]["packages"]
+    for pkg in sorted({p.split(".")[0] for p in listed}):
         shutil.copytree(REPO / pkg, dst / pkg, ignore=shutil.ignore_patterns(
             "__pycache__", "*.so", "*.pyd", "_fast.c", "*.egg-info"))
     return dst
