@@ -57,6 +57,13 @@ PRESETS = {
     # Vanilla RNNs diverge at lr 20 (measured: ppl > 10^6 after 150 batches); lr 2 learns.
     "rnn_tanh": _rnn("rnn_tanh", lr=2.0),
     "rnn_relu": _rnn("rnn_relu", lr=2.0),
+    # AWD-LSTM's regularisers on a CPU budget (neural.regularize): 2 x 256 tied, locked dropout, embedding
+    # dropout, DropConnect on the recurrent weights, AR/TAR, and weight averaging from 60 % of the budget.
+    "lstm_reg": ("rnn", sized(MODEL_PRESETS["default"]["rnn"], 0, cell="lstm", emb_size=256, hidden_size=256,
+                              locked_dropout=True, dropout=0.3, dropout_in=0.3, emb_dropout=0.05,
+                              weight_drop=0.2).to_dict(),
+                 replace(TRAIN_PRESETS["rnn"], bf16=True, patience=0, ar=2.0, tar=1.0, average="nt",
+                         average_after=0.6).to_dict()),
     "transformer": ("transformer", MODEL_PRESETS["default"]["transformer"].to_dict(),
                     replace(TRAIN_PRESETS["transformer"], warmup_steps=200, bf16=True, patience=0).to_dict()),
 }
@@ -335,6 +342,50 @@ def char(minutes, hidden, layers, threads, out_dir):
                f"{res.tokens_per_second:,.0f} chars/s; test {test.n_predicted:,} chars, "
                f"{test.bits_per_token:.3f} bits/char (ppl {test.ppl:.2f})")
 
+
+
+@cli.command()
+@click.option("--checkpoint", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Climb from this checkpoint instead of training one.")
+@click.option("--model", "name", type=click.Choice(list(PRESETS)), default="lstm_reg", show_default=True,
+              help="Preset to train when no --checkpoint is given.")
+@click.option("--minutes", type=float, default=60.0, show_default=True, help="Training budget.")
+@click.option("--corpus", default="ptb", show_default=True)
+@click.option("--tune-tokens", type=int, default=20000, show_default=True,
+              help="Valid prefix for the dynamic-evaluation grid.")
+@click.option("--threads", type=int, default=2, show_default=True)
+@click.option("--out-dir", type=click.Path(file_okay=False), default="runs/ladder", show_default=True)
+def ladder(checkpoint, name, minutes, corpus, tune_tokens, threads, out_dir):
+    """The ladder end to end: train (or load) a model, then n-gram -> model -> + cache -> + dynamic
+    evaluation -> + n-gram (global, per-context) -> + infini-gram, on the same test tokens."""
+    from reports.ladder import LadderOptions, run_ladder
+    from reports.ladder_render import write_ladder
+
+    torch.set_num_threads(threads)
+    t0 = time.perf_counter()
+    train_s = None
+    if checkpoint is None:
+        ds = load_ptb() if corpus == "ptb" else prepare(load_corpus(corpus, data_dir=DATA_DIR))
+        r = _run_one(ds, name, minutes, Path(out_dir), threads, 0, {})
+        checkpoint = str(Path(out_dir) / f"ptb-{name}.best.pt")
+        train_s = r["train_s"]
+        click.echo(json.dumps({k: v for k, v in r.items() if k != "history"}))
+    res = run_ladder(checkpoint, corpus, data_dir=DATA_DIR, options=LadderOptions(tune_tokens=tune_tokens),
+                     log=lambda s: click.echo(f"  {s}", err=True))
+    page = write_ladder(res, Path(out_dir) / "report")
+    click.echo(f"\n{'rung':<58} {'test ppl':>9} {'95 % CI':>15} {'extra s':>8}")
+    for row in res["rows"]:
+        ci = row["test_ppl_ci"]
+        click.echo(f"{('' if row['rung'] else '  (alone) ') + row['label']:<58} {row['test_ppl']:9.2f} "
+                   f"{f'{ci[0]:.2f}-{ci[1]:.2f}':>15} {row['extra_seconds']:8.1f}")
+    rows = {row["id"]: row for row in res["rows"]}
+    plain = rows["neural"]["test_ppl"]
+    if "cache" in rows and "dynamic_cache" in rows:
+        click.echo(f"cache: {100 * (1 - rows['cache']['test_ppl'] / plain):.1f} % below the model; dynamic evaluation: "
+                   f"{100 * (1 - rows['dynamic_cache']['test_ppl'] / rows['cache']['test_ppl']):.1f} % below that")
+    click.echo(f"training {'(given checkpoint)' if train_s is None else f'{train_s / 60:.1f} min'}; adaptation and "
+               f"scoring {res['adaptation_seconds'] / 60:.1f} min; top rung {rows[res['top']]['test_ppl']:.2f}; "
+               f"wall {(time.perf_counter() - t0) / 60:.1f} min; report {page}")
 
 
 @cli.command()

@@ -249,6 +249,18 @@ def _both(field: str, fmt=str) -> str:
 @click.option("--dropout", type=float, default=None,
               help=f"Dropout [default: {_RNN.dropout} RNN, {_TF.dropout} Transformer].")
 @click.option("--tie/--no-tie", default=True, show_default=True, help="Tie input and output embeddings.")
+@click.option("--locked-dropout/--no-locked-dropout", default=None,
+              help="RNN: one dropout mask per sequence, shared across time steps (variational dropout).")
+@click.option("--dropout-in", type=float, default=None, help="RNN: dropout on the embeddings [default: --dropout].")
+@click.option("--emb-dropout", type=float, default=None, help="RNN: drop whole word types from the embeddings per batch.")
+@click.option("--weight-drop", type=float, default=None,
+              help="RNN: DropConnect on the hidden-to-hidden matrices (fused kernels kept).")
+@click.option("--ar", type=float, default=None, help="RNN: activation regularisation weight (AWD-LSTM uses 2).")
+@click.option("--tar", type=float, default=None, help="RNN: temporal activation regularisation weight (AWD-LSTM: 1).")
+@click.option("--average", type=click.Choice(["none", "nt"]), default=None,
+              help="nt: average the weights from the first validation without improvement (NT-ASGD).")
+@click.option("--average-after", type=float, default=None,
+              help="With --time-budget and --average nt: start averaging at this fraction of the budget at the latest.")
 @click.option("--d-model", type=int, default=_TF.d_model, show_default=True, help="Transformer width.")
 @click.option("--heads", type=int, default=_TF.n_heads, show_default=True,
               help="Transformer attention heads (divide --d-model).")
@@ -293,7 +305,7 @@ def _both(field: str, fmt=str) -> str:
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
 @json_option
 def train_cmd(corpus, model_name, impl, data_dir, valid_file, test_file, tokenizer, min_count, max_vocab, emb_size, hidden_size, layers,
-              dropout, tie, d_model, heads, d_ff, block_size, positional, epochs, time_budget, batch_size, bptt,
+              dropout, tie, locked_dropout, dropout_in, emb_dropout, weight_drop, ar, tar, average, average_after, d_model, heads, d_ff, block_size, positional, epochs, time_budget, batch_size, bptt,
               batch_scheme, optimizer, lr, momentum, weight_decay, clip, schedule, lr_decay, plateau_threshold, warmup,
               patience,
               eval_batch_size, bf16, seed, threads, out, resume, dry_run, progress, as_json):
@@ -346,10 +358,18 @@ def train_cmd(corpus, model_name, impl, data_dir, valid_file, test_file, tokeniz
     else:
         model_name = model_name or "lstm"
         kind = model_kind(model_name)
+        rnn_only = {"--locked-dropout": locked_dropout, "--dropout-in": dropout_in, "--emb-dropout": emb_dropout,
+                    "--weight-drop": weight_drop, "--ar": ar, "--tar": tar}
+        given = [k for k, v in rnn_only.items() if v is not None]
+        if kind != "rnn" and given:
+            raise InputError(f"{', '.join(given)}: only for recurrent models, and --model {model_name} is not one",
+                             fix=f"drop {', '.join(given)}, or train --model lstm")
         precision = choose_precision(bf16)
         _echo_err(f"precision: {precision.reason}")
         # Preset, recipe and these options meet in one place (neural.config.resolve_lm_config).
-        arch_options = dict(impl=impl, emb_size=emb_size, hidden_size=hidden_size) if kind == "rnn" else dict(
+        arch_options = dict(impl=impl, emb_size=emb_size, hidden_size=hidden_size, locked_dropout=locked_dropout,
+                            dropout_in=dropout_in, emb_dropout=emb_dropout, weight_drop=weight_drop) \
+            if kind == "rnn" else dict(
             d_model=d_model, n_heads=heads, d_ff=d_ff, block_size=block_size, positional=positional,
             attention="scratch" if impl == "scratch" else "sdpa")
         cfg, tcfg = resolve_lm_config(
@@ -359,7 +379,8 @@ def train_cmd(corpus, model_name, impl, data_dir, valid_file, test_file, tokeniz
                        optimizer=optimizer, lr=lr, momentum=momentum, weight_decay=weight_decay, clip=clip,
                        schedule=schedule, lr_decay=lr_decay, plateau_threshold=plateau_threshold, warmup_steps=warmup,
                        patience=patience, seed=seed, time_budget=time_budget, eval_batch_size=eval_batch_size,
-                       max_batches=1 if dry_run else None, bf16=precision.bf16))
+                       max_batches=1 if dry_run else None, bf16=precision.bf16, ar=ar, tar=tar, average=average,
+                       average_after=average_after))
         tcfg.validate()
         model = build_model(kind, cfg, seed=seed)
         trainer = Trainer(model, ds.vocab, ds["train"].ids, ds["valid"].ids, tcfg, out=out, progress=progress,
@@ -454,6 +475,49 @@ def ppl_cmd(checkpoint, text_or_corpus, split, data_dir, batch_size, cache, cach
         from .adaptive_eval import format_adaptation
 
         click.echo(format_report(summary) + "\n\n" + format_adaptation(summary["adaptation"]))
+
+
+@neural_group.command("ladder")
+@click.argument("checkpoint", type=click.Path(dir_okay=False))
+@click.argument("corpus", required=False)
+@data_dir_option
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), default="ladder-out", show_default=True,
+              help="Folder for ladder.json, report.md, report.html and plots/.")
+@click.option("--order", type=click.IntRange(min=2), default=5, show_default=True, help="Order of the count model.")
+@click.option("--smoothing", type=click.Choice(["mkn", "kn", "wb"]), default="mkn", show_default=True)
+@click.option("--cache/--no-cache", default=True, show_default=True, help="The neural cache rung.")
+@click.option("--cache-window", type=click.IntRange(min=1), default=2000, show_default=True)
+@click.option("--dynamic-eval/--no-dynamic-eval", default=True, show_default=True, help="The dynamic evaluation rung.")
+@click.option("--dyn-rule", type=click.Choice(["rms", "sgd"]), default="rms", show_default=True)
+@click.option("--tune-tokens", type=click.IntRange(min=1), default=20000, show_default=True,
+              help="Valid prefix the dynamic-evaluation grid is searched on (the other weights use all of valid).")
+@click.option("--infini/--no-infini", default=True, show_default=True, help="The ∞-gram rung (three-way mixture).")
+@threads_option()
+@json_option
+def ladder_cmd(checkpoint, corpus, data_dir, out_dir, order, smoothing, cache, cache_window, dynamic_eval, dyn_rule,
+               tune_tokens, infini, threads, as_json):
+    """Climb the ladder for CHECKPOINT on its corpus [or CORPUS]: n-gram, the model, + neural cache,
+    + dynamic evaluation, + n-gram (global, then per-context weights), + ∞-gram -- all on the same test
+    tokens, tuned on valid, with bootstrap intervals and the time each rung adds."""
+    _set_threads(threads)
+    from reports.ladder import LadderOptions, run_ladder
+    from reports.ladder_render import write_ladder
+
+    check_writable(Path(out_dir) / "report.html", what="ladder report")
+    opts = LadderOptions(order=order, smoothing=smoothing, cache=cache, window=cache_window, dynamic=dynamic_eval,
+                         rule=dyn_rule, tune_tokens=tune_tokens, infini=infini)
+    results = run_ladder(checkpoint, corpus, data_dir=data_dir, options=opts, log=_echo_err)
+    page = write_ladder(results, out_dir)
+    if as_json:
+        click.echo(json.dumps({k: v for k, v in results.items() if k != "per_token_log2"}, indent=2, default=float))
+        return
+    click.echo(f"{'rung':<58} {'test ppl':>9} {'95 % CI':>15} {'valid ppl':>9} {'extra':>8}")
+    for row in results["rows"]:
+        ci = row["test_ppl_ci"]
+        click.echo(f"{('' if row['rung'] else '  (alone) ') + row['label']:<58} {row['test_ppl']:9.2f} "
+                   f"{(f'{ci[0]:.2f}-{ci[1]:.2f}' if ci else '-'):>15} {row['valid_ppl']:9.2f} "
+                   f"{row['extra_seconds']:7.1f}s")
+    click.echo(f"adaptation and scoring: {results['adaptation_seconds'] / 60:.1f} min; wrote {page}")
 
 
 @neural_group.command("generate")

@@ -73,10 +73,27 @@ class RNNConfig(_Config):
     dropout: float = 0.2  # on the embeddings, between layers and before the output layer
     tie_weights: bool = True  # share the embedding and output matrices (Press & Wolf 2017; Inan et al. 2017)
     gru_reset: str = "after"  # where the GRU reset gate acts; "before" (textbook) exists only in scratch
+    # AWD-LSTM's regularisers (neural.regularize); all off by default, i.e. word_language_model's model.
+    locked_dropout: bool = False  # one dropout mask per sequence, shared across time (variational dropout)
+    dropout_in: Optional[float] = None  # dropout on the embeddings (None: `dropout`)
+    emb_dropout: float = 0.0  # drop whole word types from the embedding matrix per batch
+    weight_drop: float = 0.0  # DropConnect on the hidden-to-hidden matrices (fused impl only)
+
+    @property
+    def regularised(self) -> bool:
+        """Whether the per-layer module stack of neural.regularize is needed."""
+        return self.locked_dropout or self.weight_drop > 0
 
     def validate(self) -> None:
         _positive("vocab_size", self.vocab_size, "a vocabulary with")
         _check_recurrent(self)
+        if self.dropout_in is not None:
+            _probability("dropout_in", self.dropout_in, "--dropout-in")
+        _probability("emb_dropout", self.emb_dropout, "--emb-dropout")
+        _probability("weight_drop", self.weight_drop, "--weight-drop")
+        if self.regularised and self.impl != "fused":
+            raise InputError("locked dropout and weight drop are built on the fused kernels (--impl fused)",
+                             fix="use --impl fused, or drop --locked-dropout/--weight-drop for the scratch cells")
         if self.tie_weights and self.emb_size != self.hidden_size:
             raise InputError(
                 f"tied weights need emb_size == hidden_size (got {self.emb_size} and {self.hidden_size}): "
@@ -180,6 +197,12 @@ class TrainConfig(_Config):
     max_batches: Optional[int] = None  # stop an epoch after this many batches (--dry-run uses 1)
     bf16: bool = False  # bfloat16 autocast for matmuls (CPU: needs AVX512-BF16/AMX to pay off)
     checkpoint_minutes: float = 10.0  # also write the checkpoint mid-epoch this often (kill -9 safety)
+    ar: float = 0.0  # activation regularisation: ar * mean(h^2) of the last layer's dropped outputs (RNNs)
+    tar: float = 0.0  # temporal AR: tar * mean((h[t+1] - h[t])^2) of its undropped outputs (RNNs)
+    average: str = "none"  # "nt": at the first validation without improvement, start averaging the weights (NT-ASGD)
+    # With a time budget, start averaging at this fraction of it at the latest: a budget run may end
+    # before the validation perplexity stalls, and the average is what anneals it (None: only NT's trigger).
+    average_after: Optional[float] = None
 
     def validate(self) -> None:
         _positive("epochs", self.epochs, "--epochs")
@@ -190,6 +213,14 @@ class TrainConfig(_Config):
             raise InputError(f"unknown batch scheme {self.batch_scheme!r}", fix="use sequential or random")
         if self.optimizer not in ("sgd", "adamw"):
             raise InputError(f"unknown optimizer {self.optimizer!r}", fix="use sgd or adamw")
+        if self.average not in ("none", "nt"):
+            raise InputError(f"unknown weight averaging {self.average!r}", fix="use none or nt")
+        if self.average_after is not None and not 0.0 <= self.average_after < 1.0:
+            raise InputError(f"--average-after must be a fraction of the time budget in [0, 1), got {self.average_after}",
+                             fix="use e.g. 0.6")
+        for name in ("ar", "tar"):
+            if not getattr(self, name) >= 0:
+                raise InputError(f"--{name} must be >= 0, got {getattr(self, name)}", fix=f"use e.g. --{name} 2")
         if self.schedule not in ("plateau", "cosine", "constant"):
             raise InputError(f"unknown lr schedule {self.schedule!r}", fix="use plateau, cosine or constant")
         if not self.lr > 0:

@@ -16,11 +16,13 @@ from __future__ import annotations
 from typing import Optional
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .base import LanguageModel, State
 from .cells import ScratchRNN, fused_layer_to_scratch, scratch_layer_to_fused
 from .config import RNNConfig
+from .regularize import RegularisedRNN, activation_penalty, embedding_dropout, locked_dropout
 
 
 def _fused_module(cfg: RNNConfig) -> nn.Module:
@@ -44,7 +46,11 @@ class RNNLM(LanguageModel):
         self.config = config
         self.embedding = nn.Embedding(config.vocab_size, config.emb_size)
         self.drop = nn.Dropout(config.dropout)
-        if config.impl == "fused":
+        self._acts = None  # (dropped, raw) last-layer outputs of the last training forward (AR/TAR)
+        if config.regularised:
+            self.rnn = RegularisedRNN(config.cell, config.emb_size, config.hidden_size, config.n_layers,
+                                      dropout_between=config.dropout, weight_drop=config.weight_drop)
+        elif config.impl == "fused":
             self.rnn = _fused_module(config)
         else:
             self.rnn = ScratchRNN(config.cell, config.emb_size, config.hidden_size, config.n_layers,
@@ -68,16 +74,27 @@ class RNNLM(LanguageModel):
                 need_logits: bool = True):
         if state is None:
             state = self.init_state(x.size(0))
-        emb = self.drop(self.embedding(x))  # (B, T, emb)
-        if isinstance(self.rnn, ScratchRNN):
+        cfg = self.config
+        p_in = cfg.dropout if cfg.dropout_in is None else cfg.dropout_in
+        emb = embedding_dropout(self.embedding, x, cfg.emb_dropout, self.training)  # (B, T, emb)
+        emb = locked_dropout(emb, p_in, self.training) if cfg.locked_dropout else F.dropout(emb, p_in, self.training)
+        if isinstance(self.rnn, (ScratchRNN, RegularisedRNN)):  # both take and return the state tuple
             h, state = self.rnn(emb, state)
         elif self.config.cell == "lstm":
             h, state = self.rnn(emb, state)  # nn.LSTM takes and returns the (h, c) pair
         else:
             h, final = self.rnn(emb, state[0])
             state = (final,)
-        logits, loss = self.output(self.drop(h), targets, need_logits)  # h: (B, T, hidden)
+        dropped = locked_dropout(h, cfg.dropout, self.training) if cfg.locked_dropout else self.drop(h)
+        self._acts = (dropped, h) if self.training else None
+        logits, loss = self.output(dropped, targets, need_logits)  # h: (B, T, hidden)
         return logits, loss, state
+
+    def activation_penalty(self, *, ar: float, tar: float) -> torch.Tensor:
+        """AR + TAR of the last training forward's top-layer outputs (added to the loss by the trainer)."""
+        if self._acts is None:
+            raise RuntimeError("activation_penalty needs a forward pass in training mode first")
+        return activation_penalty(*self._acts, ar=ar, tar=tar)
 
     # ------------------------------------------------------------------ fused <-> scratch
     def convert(self, impl: str) -> "RNNLM":
@@ -92,6 +109,11 @@ def convert_state_dict(sd: dict, config: RNNConfig, impl: str) -> dict:
     """Rewrite an RNNLM state dict saved with ``config.impl`` for ``impl``."""
     if impl == config.impl:
         return dict(sd)
+    if config.regularised:
+        from corpora.errors import InputError
+
+        raise InputError("a model with locked dropout or weight drop has no scratch equivalent",
+                         fix="keep --impl fused")
     if config.gru_reset == "before":
         from corpora.errors import InputError
 

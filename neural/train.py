@@ -50,6 +50,7 @@ from .checkpoint import best_path, checkpoint_bytes, load_checkpoint, model_from
 from .config import TrainConfig
 from .data import detach_state, make_batches, with_start
 from .evaluate import evaluate
+from .regularize import WeightAverage
 
 logger = logging.getLogger("neural.train")
 
@@ -144,6 +145,12 @@ class Trainer:
         self.clock_start = clock_start
         self.autocast = False  # bf16 autocast actually used (resolved in fit(): probed once per machine)
         self.optimizer = make_optimizer(model, config)
+        if (config.ar or config.tar) and not hasattr(model, "activation_penalty"):
+            from corpora.errors import InputError
+
+            raise InputError(f"--ar/--tar regularise a recurrent model's activations; {type(model).__name__} has none",
+                             fix="drop --ar and --tar for this model")
+        self.average = WeightAverage(model)  # NT-ASGD's running mean (cfg.average == "nt"), off until triggered
         # Mutable training state -- everything a checkpoint must hold to continue exactly.
         self.position = {"epoch": 0, "batch": 0}
         self.step = 0
@@ -211,6 +218,7 @@ class Trainer:
         trainer.history = list(state["history"])
         trainer.seconds_done = training_seconds(state)
         trainer.carry_state = None if state.get("carry_state") is None else tuple(state["carry_state"])
+        trainer.average.load(state.get("average"))
         trainer.data_info = dict(state.get("data") or trainer.data_info)
         torch.set_rng_state(state["rng"]["torch"])
         trainer._resumed = True
@@ -232,16 +240,21 @@ class Trainer:
             "rng": {"torch": torch.get_rng_state()},
             "carry_state": None if self.carry_state is None else tuple(s.detach().clone() for s in self.carry_state),
             "data": dict(self.data_info),
+            "average": self.average.state(),
         }
 
     def save(self, *, best: bool = False) -> None:
         if self.out is None:
             return
         data = checkpoint_bytes(self.model, self.vocab, self.training_state())
+        best_data = data
+        if best and self.average.active:  # the best checkpoint holds the averaged weights it was validated with
+            with self.average.swapped_in():
+                best_data = checkpoint_bytes(self.model, self.vocab, self.training_state())
         try:
             atomic_write_bytes(self.out, data)
             if best:
-                atomic_write_bytes(best_path(self.out), data)
+                atomic_write_bytes(best_path(self.out), best_data)
         except OutputError as exc:
             # The destination went bad during training (disk full, unmounted, permissions):
             # never lose the trained weights.  Save them in a rescue folder and go on there.
@@ -271,6 +284,12 @@ class Trainer:
     def _end_of_epoch_schedule(self, improved: bool) -> None:
         if improved:
             self.bad_epochs = 0
+            return
+        if self.cfg.average == "nt" and not self.average.active:
+            # NT-ASGD's trigger: instead of the first decay, average the weights from here on.
+            self.average.start()
+            self.log(f"valid ppl did not improve: averaging the weights from step {self.step} on (NT-ASGD), "
+                     f"lr stays {self.lr:g}")
             return
         self.bad_epochs += 1
         if self.cfg.schedule == "plateau":
@@ -327,7 +346,7 @@ class Trainer:
         t0 = time.perf_counter()
         max_tokens = 2000 if self.cfg.max_batches is not None and self.cfg.max_batches <= 1 else None
         # Always float32: the validation perplexity is a reported number, not only a monitor.
-        with eval_threads(self.eval_threads):
+        with eval_threads(self.eval_threads), self.average.swapped_in():
             result = evaluate(self.model, self.valid_ids, batch_size=self.cfg.eval_batch_size,
                               max_tokens=max_tokens)
         self._eval_seconds = time.perf_counter() - t0
@@ -501,6 +520,8 @@ class Trainer:
                     loss_value = loss.item()
                     if not math.isfinite(loss_value):
                         raise self._diverged("loss", loss_value, epoch, k, lr)
+                    if cfg.ar or cfg.tar:  # reported losses stay the plain cross-entropy
+                        loss = loss + model.activation_penalty(ar=cfg.ar, tar=cfg.tar)
                     self.optimizer.zero_grad(set_to_none=True)
                     loss.backward()
                     if cfg.clip > 0:
@@ -508,6 +529,13 @@ class Trainer:
                         if not math.isfinite(norm):
                             raise self._diverged("gradient norm", norm, epoch, k, lr)
                     self.optimizer.step()
+                    if (cfg.average == "nt" and not self.average.active and budget_s is not None
+                            and cfg.average_after is not None
+                            and time.perf_counter() - clock0 > cfg.average_after * budget_s):
+                        self.average.start()
+                        self.log(f"{100 * cfg.average_after:g} % of the time budget used: averaging the weights "
+                                 f"from step {self.step} on (NT-ASGD)")
+                    self.average.update()
                     state = detach_state(state) if carries else None
                     self.step += 1
                     trained_this_epoch = True
