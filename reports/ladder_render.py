@@ -19,10 +19,20 @@ from corpora.textio import atomic_write_bytes, atomic_write_text
 from .tables import SORT_JS, add_csv_links
 
 
+def _arch(name: str) -> str:
+    from neural.config import ARCHITECTURES
+
+    return ARCHITECTURES[name].label if name in ARCHITECTURES else name
+
+
 def _fmt_s(s: Optional[float]) -> str:
     if s is None:
         return "–"
     return f"{s / 60:.1f} min" if s >= 120 else f"{s:.1f} s"
+
+
+def _epochs(e) -> str:
+    return "–" if e is None else f"{e:.2f}"
 
 
 def _ci(ci) -> str:
@@ -58,12 +68,18 @@ def figure(results: dict) -> bytes:
     hi = [(r["test_ppl_ci"] or [r["test_ppl"]] * 2)[1] - r["test_ppl"] for r in rungs]
     colours = [FAMILY_COLOURS.get(r["family"], "#000000") for r in rungs]
     ax.bar(x, y, color=colours, alpha=0.85, width=0.65)
+    ax.set_xlim(-0.6, len(rungs) - 0.4)
     ax.errorbar(x, y, yerr=[lo, hi], fmt="none", ecolor="black", capsize=3, linewidth=1)
-    for xi, yi in zip(x, y):
-        ax.annotate(f"{yi:.1f}", (xi, yi), textcoords="offset points", xytext=(0, 4), ha="center", fontsize=8)
-    for k, ref in enumerate(results.get("references") or []):
+    for xi, yi, up in zip(x, y, hi):  # the value above its interval's top, clear of the error bar
+        ax.annotate(f"{yi:.1f}", (xi, yi + up), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=8)
+    refs = results.get("references") or []
+    for k, ref in enumerate(refs):
         ax.axhline(ref["ppl"], color="#555555", linestyle=(0, (1, 2 + k)), linewidth=1)
-        ax.annotate(ref["label"], (len(rungs) - 0.5, ref["ppl"]), ha="right", va="bottom", fontsize=7, color="#333333")
+        # Labels right of the bars (the reference lines cross them), spread so that close values stay legible.
+        ax.annotate(f"{ref['label']}: {ref['ppl']:g}", (1.01, ref["ppl"]), xycoords=("axes fraction", "data"),
+                    ha="left", va="center", fontsize=7, color="#333333")
+    low = min([r["test_ppl_ci"][0] if r["test_ppl_ci"] else r["test_ppl"] for r in rungs] + [x["ppl"] for x in refs])
+    ax.set_ylim(bottom=max(0.0, 0.85 * low))
     ax.set_xticks(x)
     ax.set_xticklabels([_short(r["label"]) for r in rungs], rotation=25, ha="right", fontsize=8)
     ax.set_ylabel(f"test perplexity ({results['corpus']})")
@@ -79,7 +95,7 @@ def _short(label: str) -> str:
 
 def markdown(results: dict) -> str:
     r = results
-    lines = [f"# The ladder: {r['architecture']} on {r['corpus']}", "",
+    lines = [f"# The ladder: {_arch(r['architecture'])} on {r['corpus']}", "",
              f"Every rung scores the same {r['tokens']['test']:,} test tokens ({r['n_types']:,} types, sentence ends "
              f"included) with the same vocabulary; every parameter is tuned on the {r['tokens']['valid']:,} valid "
              "tokens. Intervals: 95 % bootstrap by test sentence (the same draws for every rung).", ""]
@@ -140,8 +156,8 @@ def html_page(results: dict, png: bytes) -> str:
     e = html.escape
     r = results
     out = ["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
-           f"<title>Ladder: {e(r['architecture'])} on {e(r['corpus'])}</title><style>{_STYLE}</style></head><body>",
-           f"<h1>The ladder: {e(r['architecture'])} on {e(r['corpus'])}</h1>"]
+           f"<title>Ladder: {e(_arch(r['architecture']))} on {e(r['corpus'])}</title><style>{_STYLE}</style></head><body>",
+           f"<h1>The ladder: {e(_arch(r['architecture']))} on {e(r['corpus'])}</h1>"]
     md = markdown(r).split("\n")
     out.append(f"<p>{e(md[2])}</p>")
     if (r.get("training") or {}).get("seconds"):
