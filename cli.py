@@ -30,6 +30,7 @@ _COMMANDS = {
     "infini": ("ngramlm.infini_commands:infini_group", "The ∞-gram: unbounded-order n-grams on a suffix array."),
     "neural": ("neural.commands:neural_group", "Neural language models (RNN, LSTM, GRU, Transformer)."),
     "seq2seq": ("neural.seq2seq_commands:seq2seq_group", "Encoder-decoder translation with attention and beam search."),
+    "bert": ("neural.bert_commands:bert_group", "BERT: masked-LM pretraining, pseudo-perplexity, embeddings."),
     "compare": ("reports.commands:compare_cmd", "Train count and neural models on one corpus and report."),
     "report": ("reports.commands:report_cmd", "Re-render a comparison report from results.json."),
     "lab": ("labs.commands:lab_cmd", "The textbook's experiments as small labs with reports (no NAME: list them)."),

@@ -8,13 +8,16 @@ import torch
 from corpora.errors import InputError
 
 from .base import LanguageModel
-from .config import RNNConfig, Seq2SeqConfig, TransformerConfig, architecture
+from .bert import BertConfig, BertLM
+from .config import RNNConfig, TransformerConfig, architecture
 from .rnn import RNNLM
-from .seq2seq import Seq2Seq
+from .seq2seq_transformer import TranslatorConfig, build_translator
 from .transformer import TransformerLM
 
+# "seq2seq": a translator, the GRU encoder-decoder or the Transformer one (its config's arch tells them apart).
 MODEL_CLASSES = {"rnn": (RNNLM, RNNConfig), "transformer": (TransformerLM, TransformerConfig),
-                 "seq2seq": (Seq2Seq, Seq2SeqConfig)}
+                 "seq2seq": (build_translator, TranslatorConfig)}
+MODEL_CLASSES["bert"] = (BertLM, BertConfig)  # a masked LM: scored by `ngramlm bert pppl`, not as a causal LM
 
 
 def build_model(kind: str, config: Union[dict, RNNConfig, TransformerConfig],
@@ -36,7 +39,12 @@ def model_kind(name: str) -> str:
 
 
 def model_name(model: LanguageModel) -> str:
-    """The CLI name of a model: its cell for RNNs, "transformer", or "seq2seq[-attn]-<cell>" for translators."""
+    """The CLI name of a model: its cell for RNNs, "transformer", "seq2seq[-attn]-<cell>" or
+    "seq2seq-transformer" for translators."""
     if model.kind == "seq2seq":
+        if getattr(model.config, "arch", None) == "transformer":
+            return "seq2seq-transformer"
         return f"seq2seq{'-attn' if model.config.attention else ''}-{model.config.cell}"
+    if model.kind == "bert":
+        return "bert"
     return model.config.cell if model.kind == "rnn" else "transformer"

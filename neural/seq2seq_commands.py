@@ -1,5 +1,9 @@
 """``ngramlm seq2seq train | translate | ppl``: the encoder-decoder on a parallel corpus.
 
+``train --arch rnn`` (the default) trains the GRU translator of :mod:`neural.seq2seq`, ``--arch
+transformer`` the encoder-decoder Transformer of :mod:`neural.seq2seq_transformer`; ``ppl`` and
+``translate`` load either from its checkpoint.
+
 The corpus (``fra-eng`` by default) is split with a seed and its vocabularies are fitted on
 the training pairs (:func:`corpora.parallel.load_parallel`); a checkpoint records the corpus,
 the split seed and the vocabulary settings, so ``ppl``/``translate`` with no text score the
@@ -13,6 +17,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Optional
 
 import click
@@ -24,6 +29,27 @@ from corpora.textio import check_writable
 from .config import CELLS, SEQ2SEQ_PRESETS, SEQ2SEQ_TRAIN, resolve_seq2seq_config
 
 _S2S = SEQ2SEQ_PRESETS["default"]
+ARCHS = ("rnn", "transformer")
+# The Transformer translator's defaults, for the help texts (the same numbers as neural.seq2seq_transformer's,
+# which imports torch).
+_S2T = SimpleNamespace(d_model=256, n_heads=4, dropout=0.3)
+_S2T_TRAIN = SimpleNamespace(lr=5e-4)
+_RNN_ONLY = {"cell": "--cell", "impl": "--impl", "emb_size": "--emb-size", "hidden_size": "--hidden-size",
+             "attn_size": "--attn-size"}
+_TRANSFORMER_ONLY = {"d_model": "--d-model", "heads": "--heads", "d_ff": "--d-ff"}
+
+
+def _check_arch_options(arch: str, *, attention: bool, **given) -> None:
+    """Options of the other architecture are refused, not silently ignored."""
+    other = _RNN_ONLY if arch == "transformer" else _TRANSFORMER_ONLY
+    wrong = [opt for name, opt in other.items() if given.get(name) is not None]
+    if arch == "transformer" and not attention:
+        wrong.append("--no-attention")
+    if wrong:
+        fix = ("drop them (the Transformer's options: --d-model, --heads, --d-ff, --layers, --dropout)"
+               if arch == "transformer" else "pass --arch transformer, or drop them")
+        raise click.UsageError(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to --arch {arch}; "
+                               f"{fix}")
 
 
 def _echo_err(msg: str) -> None:
@@ -97,27 +123,42 @@ def conditional_ppl(model, corpus, split: str) -> dict:
 # ---------------------------------------------------------------------------- the group
 @click.group(name="seq2seq", context_settings={"help_option_names": ["-h", "--help"]})
 def seq2seq_group() -> None:
-    """Encoder-decoder translation (bidirectional RNN encoder, Bahdanau attention, beam search)."""
+    """Encoder-decoder translation (bidirectional RNN encoder with Bahdanau attention, or a Transformer;
+    beam search)."""
 
 
 @seq2seq_group.command("train")
 @click.argument("corpus", required=False)
+@click.option("--arch", type=click.Choice(ARCHS), default="rnn", show_default=True,
+              help="rnn: bidirectional RNN encoder and RNN decoder; transformer: the encoder-decoder Transformer.")
+@click.option("--size", type=click.Choice(list(SEQ2SEQ_PRESETS)), default="default", show_default=True,
+              help="Preset sizes (tiny, small: quick runs); the options below override them.")
 @click.option("--attention/--no-attention", default=True, show_default=True,
-              help="Additive (Bahdanau) attention, or the plain encoder-decoder (one context vector).")
-@click.option("--cell", type=click.Choice(CELLS), default=_S2S.cell, show_default=True)
-@click.option("--impl", type=click.Choice(["fused", "scratch"]), default="fused", show_default=True,
-              help="fused: PyTorch's RNN kernels; scratch: the textbook equations.")
-@click.option("--emb-size", type=int, default=_S2S.emb_size, show_default=True)
-@click.option("--hidden-size", type=int, default=_S2S.hidden_size, show_default=True,
-              help="State width (the encoder's per direction).")
-@click.option("--layers", type=int, default=_S2S.n_layers, show_default=True)
-@click.option("--dropout", type=float, default=_S2S.dropout, show_default=True)
-@click.option("--attn-size", type=int, default=_S2S.attn_size, show_default=True, help="Additive attention width.")
+              help="--arch rnn: additive (Bahdanau) attention, or the plain encoder-decoder (one context vector).")
+@click.option("--cell", type=click.Choice(CELLS), default=None, help=f"--arch rnn  [default: {_S2S.cell}]")
+@click.option("--impl", type=click.Choice(["fused", "scratch"]), default=None,
+              help="--arch rnn: fused: PyTorch's RNN kernels; scratch: the textbook equations  [default: fused].")
+@click.option("--emb-size", type=int, default=None, help=f"--arch rnn  [default: {_S2S.emb_size}]")
+@click.option("--hidden-size", type=int, default=None,
+              help=f"--arch rnn: state width (the encoder's per direction)  [default: {_S2S.hidden_size}].")
+@click.option("--attn-size", type=int, default=None,
+              help=f"--arch rnn: additive attention width  [default: {_S2S.attn_size}].")
+@click.option("--d-model", type=int, default=None,
+              help=f"--arch transformer: embedding and residual width  [default: {_S2T.d_model}].")
+@click.option("--heads", type=int, default=None,
+              help=f"--arch transformer: attention heads, dividing --d-model  [default: {_S2T.n_heads}].")
+@click.option("--d-ff", type=int, default=None,
+              help="--arch transformer: feed-forward width  [default: 2 x --d-model].")
+@click.option("--layers", type=int, default=None,
+              help=f"Encoder layers (and as many decoder layers)  [default: {_S2S.n_layers}].")
+@click.option("--dropout", type=float, default=None,
+              help=f"Dropout rate  [default: {_S2S.dropout} (rnn), {_S2T.dropout} (transformer)].")
 @click.option("--epochs", type=click.IntRange(min=1), default=SEQ2SEQ_TRAIN.epochs, show_default=True, help="Maximum epochs.")
 @click.option("--time-budget", type=float, default=None,
               help="Wall-clock minutes for the whole command: loading, training, validation and the test pass.")
 @click.option("--batch-size", type=int, default=SEQ2SEQ_TRAIN.batch_size, show_default=True, help="Pairs per batch.")
-@click.option("--lr", type=float, default=SEQ2SEQ_TRAIN.lr, show_default=True, help="Adam learning rate.")
+@click.option("--lr", type=float, default=None,
+              help=f"Adam learning rate  [default: {SEQ2SEQ_TRAIN.lr:g} (rnn), {_S2T_TRAIN.lr:g} (transformer)].")
 @click.option("--clip", type=float, default=SEQ2SEQ_TRAIN.clip, show_default=True, help="Max gradient norm (0 = off).")
 @click.option("--patience", type=int, default=SEQ2SEQ_TRAIN.patience, show_default=True,
               help="Early stop after this many epochs without improvement (0 = never).")
@@ -128,16 +169,18 @@ def seq2seq_group() -> None:
 @seed_option()
 @threads_option()
 @click.option("-o", "--output", "--out", "out", type=click.Path(dir_okay=False), default=None,
-              help="Checkpoint file [default: runs/CORPUS-seq2seq[-attn].pt].")
+              help="Checkpoint file [default: runs/CORPUS-seq2seq[-attn|-transformer].pt].")
 @click.option("--resume", type=click.Path(dir_okay=False), default=None, help="Continue the run saved in this checkpoint.")
 @click.option("--dry-run", is_flag=True, help="Train one batch, validate on a prefix, write the checkpoint, stop.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
 @json_option
-def train_cmd(corpus, attention, cell, impl, emb_size, hidden_size, layers, dropout, attn_size, epochs, time_budget,
-              batch_size, lr, clip, patience, min_count, max_pairs, split_seed, data_dir, seed, threads, out, resume,
-              dry_run, progress, as_json):
+def train_cmd(corpus, arch, size, attention, cell, impl, emb_size, hidden_size, attn_size, d_model, heads, d_ff,
+              layers, dropout, epochs, time_budget, batch_size, lr, clip, patience, min_count, max_pairs, split_seed,
+              data_dir, seed, threads, out, resume, dry_run, progress, as_json):
     """Train a translator on CORPUS (a registered parallel corpus) [default: fra-eng]."""
     t_command = time.perf_counter()
+    _check_arch_options(arch, attention=attention, cell=cell, impl=impl, emb_size=emb_size, hidden_size=hidden_size,
+                        attn_size=attn_size, d_model=d_model, heads=heads, d_ff=d_ff)
     import torch
 
     torch.set_num_threads(threads)
@@ -146,7 +189,8 @@ def train_cmd(corpus, attention, cell, impl, emb_size, hidden_size, layers, drop
     from .seq2seq_train import Seq2SeqTrainer
 
     if out is None and not resume:
-        out = os.path.join("runs", f"{corpus or 'fra-eng'}-seq2seq{'-attn' if attention else ''}.pt")
+        tail = "-transformer" if arch == "transformer" else "-attn" if attention else ""
+        out = os.path.join("runs", f"{corpus or 'fra-eng'}-seq2seq{tail}.pt")
     if out is not None:
         check_writable(out, what="checkpoint")
         check_writable(best_path(out), what="checkpoint")
@@ -173,12 +217,21 @@ def train_cmd(corpus, attention, cell, impl, emb_size, hidden_size, layers, drop
         _check_vocabs(resume, trainer.model, trainer.vocab, par)
         _echo_err(f"resuming {resume} at epoch {trainer.position['epoch'] + 1}, batch {trainer.position['batch']}")
     else:
-        cfg, tcfg = resolve_seq2seq_config(
-            vocab_size=len(par.tgt_vocab), src_vocab_size=len(par.src_vocab),
-            model=dict(cell=cell, impl=impl, emb_size=emb_size, hidden_size=hidden_size, n_layers=layers,
-                       dropout=dropout, attention=attention, attn_size=attn_size),
-            train=dict(epochs=1 if dry_run else epochs, batch_size=batch_size, lr=lr, clip=clip, patience=patience,
-                       seed=seed, time_budget=time_budget, max_batches=1 if dry_run else None))
+        train_over = dict(epochs=1 if dry_run else epochs, batch_size=batch_size, lr=lr, clip=clip, patience=patience,
+                          seed=seed, time_budget=time_budget, max_batches=1 if dry_run else None)
+        if arch == "transformer":
+            from .seq2seq_transformer import resolve_seq2seq_transformer_config
+
+            cfg, tcfg = resolve_seq2seq_transformer_config(
+                vocab_size=len(par.tgt_vocab), src_vocab_size=len(par.src_vocab), size=size,
+                model=dict(d_model=d_model, n_heads=heads, d_ff=d_ff, n_layers=layers, dropout=dropout),
+                train=train_over)
+        else:
+            cfg, tcfg = resolve_seq2seq_config(
+                vocab_size=len(par.tgt_vocab), src_vocab_size=len(par.src_vocab), size=size,
+                model=dict(cell=cell, impl=impl, emb_size=emb_size, hidden_size=hidden_size, n_layers=layers,
+                           dropout=dropout, attention=attention, attn_size=attn_size),
+                train=train_over)
         tcfg.validate()
         model = build_model("seq2seq", cfg, seed=seed)
         model.src_vocab = par.src_vocab
@@ -250,10 +303,14 @@ def ppl_cmd(checkpoint, split, data_dir, threads, as_json):
               help="Length normalisation of complete hypotheses: log P / T^alpha (0 = raw log-probability).")
 @click.option("--max-len", type=int, default=30, show_default=True, help="Target tokens at most.")
 @click.option("-n", "--nbest", type=int, default=1, show_default=True, help="Hypotheses per sentence (beam search).")
+@click.option("--temperature", type=float, default=None,
+              help="Sample each token from softmax(log P / T) instead of searching (1 = the model's distribution).")
+@seed_option(help="Seed of --temperature sampling.")
 @data_dir_option
 @threads_option()
 @json_option
-def translate_cmd(checkpoint, text, split, beam_size, alpha, max_len, nbest, data_dir, threads, as_json):
+def translate_cmd(checkpoint, text, split, beam_size, alpha, max_len, nbest, temperature, seed, data_dir, threads,
+                  as_json):
     """Translate TEXT (a file of source sentences, one per line; '-' or nothing: stdin) with CHECKPOINT."""
     import torch
 
@@ -261,9 +318,12 @@ def translate_cmd(checkpoint, text, split, beam_size, alpha, max_len, nbest, dat
     from corpora.tokenize import make_tokenizer
 
     from .generate import check_beam
-    from .translate import beam_translate, greedy_translate, ids_to_text
+    from .translate import beam_translate, greedy_translate, ids_to_text, sample_translate
 
     check_beam(beam_size, max_len)
+    if temperature is not None and beam_size != 1:
+        raise InputError("--temperature samples one translation per sentence; it does not combine with --beam-size",
+                         fix="drop one of them")
     if nbest < 1 or nbest > beam_size:
         raise InputError(f"--nbest {nbest} must be between 1 and --beam-size {beam_size}", fix="raise --beam-size")
     model, vocab, ckpt = _load_translator(checkpoint)
@@ -294,7 +354,10 @@ def translate_cmd(checkpoint, text, split, beam_size, alpha, max_len, nbest, dat
         tok = make_tokenizer(spec) if spec is not None else str.split
         sources = [model.src_vocab.encode(tok(line)) for line in lines]
     out_rows = []
-    if beam_size == 1:
+    if temperature is not None:
+        best = [[ids] for ids in sample_translate(model, sources, temperature=temperature, max_len=max_len, seed=seed)]
+        scores = [[None] for _ in best]
+    elif beam_size == 1:
         best = [[ids] for ids in greedy_translate(model, sources, max_len=max_len)]
         scores = [[None] for _ in best]
     else:
@@ -309,7 +372,8 @@ def translate_cmd(checkpoint, text, split, beam_size, alpha, max_len, nbest, dat
         if not as_json:
             for t, s in zip(texts, sc):
                 click.echo(t if s is None or nbest == 1 else f"{s:.4f}\t{t}")
-    result = {"model": str(checkpoint), "beam_size": beam_size, "alpha": alpha, "sentences": out_rows}
+    result = {"model": str(checkpoint), "beam_size": beam_size, "alpha": alpha, "temperature": temperature,
+              "sentences": out_rows}
     if refs is not None:
         from .translate import corpus_bleu
 

@@ -1,6 +1,9 @@
-"""Translating and scoring with a :class:`~neural.seq2seq.Seq2Seq` model.
+"""Translating and scoring with a translator: :class:`~neural.seq2seq.Seq2Seq` (GRU) or
+:class:`~neural.seq2seq_transformer.Seq2SeqTransformer`, through the calls both provide
+(``encode``, ``step``, ``select_state``, ``Memory.select``, ``teacher_forced``).
 
 - :func:`greedy_translate`: the most probable next token, repeatedly, for a batch of sources;
+- :func:`sample_translate`: a draw from the model's distribution at a softmax temperature, for a batch;
 - :func:`beam_translate`: beam search (the LM's :func:`~neural.generate.beam_core`), complete
   hypotheses ranked by ``log P(y | x) / |y|**alpha`` where ``|y|`` counts ``</s>``; ``alpha = 0``
   is the raw log-probability (favours short outputs), ``alpha = 1`` the mean per token;
@@ -59,6 +62,37 @@ def greedy_translate(model: Seq2Seq, sources: Sequence, *, max_len: int = 30, ba
                 out.append((row[:n], w_b))
             else:
                 out.append(row[:n])
+    return out
+
+
+@torch.no_grad()
+def sample_translate(model: Seq2Seq, sources: Sequence, *, temperature: float = 1.0, max_len: int = 30,
+                     seed: Optional[int] = None, batch_size: int = 256) -> list:
+    """Target ids per source, each token drawn from ``softmax(log P / temperature)`` (``<pad>`` and ``<s>``
+    never); a draw ends at ``</s>`` or ``max_len``.  The same ``seed`` gives the same draws."""
+    from corpora.errors import InputError
+
+    if not temperature > 0:
+        raise InputError(f"temperature must be > 0, got {temperature}", fix="use greedy decoding for temperature 0")
+    model.eval()
+    gen = torch.Generator().manual_seed(0 if seed is None else int(seed))
+    out: list = []
+    for a in range(0, len(sources), batch_size):
+        chunk = sources[a:a + batch_size]
+        src, src_len = source_batch(chunk)
+        memory, state = model.encode(src, src_len)
+        y = torch.full((len(chunk),), BOS_ID, dtype=torch.long)
+        done = torch.zeros(len(chunk), dtype=torch.bool)
+        ids = []
+        for _ in range(max_len):
+            logp, state, _ = model.step(memory, y, state)
+            y = torch.multinomial(torch.softmax(logp / temperature, dim=-1), 1, generator=gen)[:, 0]
+            ids.append(y)
+            done |= y == EOS_ID
+            if bool(done.all()):
+                break
+        for row in torch.stack(ids, dim=1).tolist():
+            out.append(row[:row.index(EOS_ID) + 1] if EOS_ID in row else row)
     return out
 
 
@@ -158,18 +192,31 @@ def bleu_interval(hypotheses: Sequence[str], references: Sequence[str], *, resam
 
 def attention_for(model: Seq2Seq, source: Sequence[int], target: Sequence[int]) -> Optional[np.ndarray]:
     """Teacher-forced attention weights (len(target) + 1, len(source) + 1) for a reference pair:
-    rows the predicted target tokens (+ ``</s>``), columns the source tokens (+ ``</s>``)."""
-    if model.attention is None:
-        return None
+    rows the predicted target tokens (+ ``</s>``), columns the source tokens (+ ``</s>``); None for a
+    translator without attention.  A Transformer's is its last decoder layer's cross-attention, averaged
+    over the heads (every layer and head: :func:`attention_maps_for`)."""
     from .pairs import pair_batch
 
     (src, src_len, tgt_in), _ = pair_batch([source], [target])
     model.eval()
     with torch.no_grad():
         _, _, w = model.teacher_forced(src, src_len, tgt_in, need_logits=False, need_weights=True)
-    return w[0].numpy()
+    return None if w is None else w[0].numpy()
 
 
-__all__ = ["greedy_translate", "beam_translate", "best_translation", "score_pairs", "ids_to_text", "corpus_bleu",
-           "bleu_interval",
-           "attention_for", "Hypothesis"]
+def attention_maps_for(model, source: Sequence[int], target: Sequence[int]) -> dict:
+    """A Transformer translator's teacher-forced attention for a reference pair, every layer and head:
+    ``{"encoder": (layers, heads, S, S), "decoder": (layers, heads, T, T), "cross": (layers, heads, T, S)}``
+    with ``S = len(source) + 1`` (its ``</s>``) and ``T = len(target) + 1``: the rows of "decoder" and
+    "cross" are the predicted tokens (the target's words, then ``</s>``), the columns of "decoder" the
+    tokens read (``<s>``, then the target's words)."""
+    from .pairs import pair_batch
+
+    (src, src_len, tgt_in), _ = pair_batch([source], [target])
+    model.eval()
+    maps = model.attention_maps(src, src_len, tgt_in)
+    return {k: torch.stack([w[0] for w in ws]).numpy() for k, ws in maps.items()}
+
+
+__all__ = ["greedy_translate", "sample_translate", "beam_translate", "best_translation", "score_pairs",
+           "ids_to_text", "corpus_bleu", "bleu_interval", "attention_for", "attention_maps_for", "Hypothesis"]

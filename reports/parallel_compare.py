@@ -6,13 +6,16 @@ comparable:
 
 1. n-gram models of the target side (orders 1..N x smoothers), knowing nothing of the source;
 2. neural LMs of the target side (LSTM by default), knowing nothing of the source;
-3. the encoder-decoder without attention (the source squeezed into one vector), and
-4. with additive attention: *conditional* perplexities, ``P(y | x)``.
+3. the encoder-decoder without attention (the source squeezed into one vector),
+4. with additive attention, and
+5. the encoder-decoder Transformer (when ``--neural`` lists ``transformer``, as it does by default):
+   *conditional* perplexities, ``P(y | x)``.
 
-Then BLEU of both translators on the test pairs (greedy, and beam k = 2..K with and without
+Then BLEU of the translators on the test pairs (greedy, and beam k = 2..K with and without
 length normalisation), example translations, and the attention matrices of test pairs for the
-report's heatmap.  Results are cached like the monolingual run's (``DIR/cache``), so a re-run or
-``--resume`` trains only what is missing.
+report's heatmaps (the GRU's source attention; the Transformer's cross-attention, encoder
+self-attention and decoder self-attention).  Results are cached like the monolingual run's
+(``DIR/cache``), so a re-run or ``--resume`` trains only what is missing.
 """
 from __future__ import annotations
 
@@ -33,6 +36,19 @@ SPLIT_SEED = 0  # the corpus's train/valid/test shuffle: fixed, so every run com
 ALPHA = 0.7  # length normalisation of the "normalised" beam rows: log P / T**0.7 (GNMT's 0.6-0.7)
 N_ATTENTION = 6  # test pairs shown in the attention heatmap
 N_EXAMPLES = 12  # test pairs shown with their translations
+N_SELF_ATTENTION = 2  # test pairs whose Transformer self-attention (encoder and decoder) is shown too
+GRU_TRANSLATORS = ("seq2seq", "seq2seq-attn")
+TRANSLATORS = GRU_TRANSLATORS + ("seq2seq-transformer",)
+
+
+def translators_of(settings) -> tuple:
+    """The translators a run trains, by row id: the settings' ``translators`` where they have that field;
+    else both GRU translators, and the Transformer one when the neural models include ``transformer``
+    (``--neural`` names the architectures of both sides: ``--neural lstm`` trains only GRU translators)."""
+    chosen = getattr(settings, "translators", None)
+    if chosen is not None:
+        return tuple(chosen)
+    return GRU_TRANSLATORS + (("seq2seq-transformer",) if "transformer" in settings.neural else ())
 
 
 def is_parallel(corpus: str) -> bool:
@@ -156,9 +172,10 @@ class ParallelRun(RunBase):
         s = self.settings
         torch.set_num_threads(s.threads)
         budget = s.seq2seq_budget()
-        self.log(f"translators ({s.neural_size}, {describe_budget(budget)} each): seq2seq, seq2seq + attention")
-        for attention in (False, True):
-            settings = translator_settings(s.neural_size, budget, s.seed, attention, self.par)
+        chosen = translators_of(s)
+        self.log(f"translators ({s.neural_size}, {describe_budget(budget)} each): {', '.join(chosen)}")
+        for rid in chosen:
+            settings = translator_settings(s.neural_size, budget, s.seed, rid, self.par)
             row = self._cached_or("seq2seq", settings, lambda key, st=settings: translator_row(
                 st, self.par, self.cache.checkpoint(key), log=self.log if self.verbose else None, warn=self.log))
             row["side"] = "translator"
@@ -217,18 +234,54 @@ class ParallelRun(RunBase):
                 "source": raw[i][0], "reference": raw[i][1],
                 "translations": {rid: {"greedy": g[j], "beam": b[j]} for rid, (g, b) in outputs.items()}})
         attn = self.models.get("seq2seq-attn")
-        if attn is None:
-            return
-        for i in chosen[:N_ATTENTION]:
-            w = attention_for(attn, src[i], tgt[i])
-            src_tokens = [par.src_vocab.lookup_token(int(t)) for t in src[i]] + ["</s>"]
-            tgt_tokens = [par.tgt_vocab.lookup_token(int(t)) for t in tgt[i]] + ["</s>"]
-            with np.errstate(divide="ignore"):
-                logw = np.log(w)
-            # ln of the weights: softmax(ln w / T) is the attention at softmax temperature T.
-            self.results["attention"].append({
-                "source": src_tokens, "target": tgt_tokens,
-                "log_weights": [[None if not math.isfinite(x) else round(float(x), 5) for x in r] for r in logw]})
+        if attn is not None:
+            for j, i in enumerate(chosen[:N_ATTENTION]):
+                self.results["attention"].append(attention_entry(
+                    attention_for(attn, src[i], tgt[i]), *self._tokens(src[i], tgt[i]), model="seq2seq-attn",
+                    kind="cross", title="seq2seq + attention: source attention", pair=j + 1))
+        tf = self.models.get("seq2seq-transformer")
+        if tf is not None:
+            self.results["attention"].extend(transformer_attention(tf, src, tgt, chosen, self._tokens))
+
+    def _tokens(self, s, t) -> tuple:
+        """(source tokens + </s>, target tokens + </s>) of a pair of id arrays."""
+        par = self.par
+        return ([par.src_vocab.lookup_token(int(x)) for x in s] + ["</s>"],
+                [par.tgt_vocab.lookup_token(int(x)) for x in t] + ["</s>"])
+
+
+def attention_entry(w: np.ndarray, keys: list, queries: list, *, model: str, kind: str, title: str,
+                    pair: int) -> dict:
+    """One heatmap of the report: ``w`` (len(queries), len(keys)), rows summing to 1, stored as ln w
+    (softmax(ln w / T) is the attention at softmax temperature T; a weight of exactly 0 is None)."""
+    with np.errstate(divide="ignore"):
+        logw = np.log(w)
+    return {"model": model, "kind": kind, "title": title, "pair": pair, "source": keys, "target": queries,
+            "log_weights": [[None if not math.isfinite(x) else round(float(x), 5) for x in r] for r in logw]}
+
+
+def transformer_attention(model, src: list, tgt: list, chosen: list, tokens) -> list:
+    """The Transformer translator's heatmaps: the last layer's cross-attention for ``N_ATTENTION`` test pairs,
+    then encoder and decoder self-attention for the first ``N_SELF_ATTENTION``, each averaged over the heads."""
+    from neural.translate import attention_maps_for
+
+    n_layers, n_heads = model.config.n_layers, model.config.n_heads
+    where = f"layer {n_layers} of {n_layers}, mean of {n_heads} heads"
+    cross, selfs = [], []
+    for j, i in enumerate(chosen[:N_ATTENTION]):
+        maps = attention_maps_for(model, src[i], tgt[i])
+        s_tok, t_tok = tokens(src[i], tgt[i])
+        cross.append(attention_entry(maps["cross"][-1].mean(axis=0), s_tok, t_tok, model="seq2seq-transformer",
+                                     kind="cross", title=f"Transformer: cross-attention ({where})", pair=j + 1))
+        if j < N_SELF_ATTENTION:
+            selfs.append(attention_entry(maps["encoder"][-1].mean(axis=0), s_tok, s_tok, model="seq2seq-transformer",
+                                         kind="encoder", title=f"Transformer: encoder self-attention ({where})",
+                                         pair=j + 1))
+            # Rows: the token predicted at each position; columns: the tokens read (<s>, then the target's).
+            selfs.append(attention_entry(maps["decoder"][-1].mean(axis=0), ["<s>"] + t_tok[:-1], t_tok,
+                                         model="seq2seq-transformer", kind="decoder",
+                                         title=f"Transformer: decoder self-attention, causal ({where})", pair=j + 1))
+    return cross + selfs
 
 
 def _row_key(results: dict, rid: str) -> str:
@@ -236,16 +289,27 @@ def _row_key(results: dict, rid: str) -> str:
 
 
 # ---------------------------------------------------------------------------- translators
-def translator_settings(size: str, budget: dict, seed: int, attention: bool, par) -> dict:
+def translator_settings(size: str, budget: dict, seed: int, model: str, par) -> dict:
+    """What trains translator ``model`` (a row id of ``TRANSLATORS``): its configs, size and budget."""
     from neural.config import resolve_seq2seq_config
 
     epochs = budget.get("epochs")
-    mcfg, tcfg = resolve_seq2seq_config(vocab_size=len(par.tgt_vocab), src_vocab_size=len(par.src_vocab), size=size,
-                                        model={"attention": attention},
-                                        train={"seed": seed, "time_budget": budget.get("minutes"), "epochs": epochs,
-                                               "patience": 0 if epochs else None})
-    return {"model": "seq2seq-attn" if attention else "seq2seq", "size": size, "budget": budget,
-            "model_config": mcfg.to_dict(), "train_config": tcfg.to_dict()}
+    train = {"seed": seed, "time_budget": budget.get("minutes"), "epochs": epochs, "patience": 0 if epochs else None}
+    sizes = dict(vocab_size=len(par.tgt_vocab), src_vocab_size=len(par.src_vocab), size=size)
+    if model == "seq2seq-transformer":
+        from neural.seq2seq_transformer import resolve_seq2seq_transformer_config
+
+        mcfg, tcfg = resolve_seq2seq_transformer_config(**sizes, train=train)
+    else:
+        mcfg, tcfg = resolve_seq2seq_config(**sizes, model={"attention": model == "seq2seq-attn"}, train=train)
+    return {"model": model, "size": size, "budget": budget, "model_config": mcfg.to_dict(),
+            "train_config": tcfg.to_dict()}
+
+
+def translator_label(settings: dict) -> str:
+    if settings["model"] == "seq2seq-transformer":
+        return f"Transformer encoder-decoder ({settings['size']})"
+    return f"Seq2Seq{' + attention' if settings['model_config']['attention'] else ''} ({settings['size']})"
 
 
 def translator_row(settings: dict, par, checkpoint: Path, *, log=None, warn=None) -> tuple:
@@ -257,9 +321,8 @@ def translator_row(settings: dict, par, checkpoint: Path, *, log=None, warn=None
     from neural.seq2seq_commands import conditional_ppl
     from neural.seq2seq_train import Seq2SeqTrainer
 
-    attention = settings["model_config"]["attention"]
     row = {"id": settings["model"], "family": "seq2seq", "model": settings["model"],
-           "label": f"Seq2Seq{' + attention' if attention else ''} ({settings['size']})", "order": None,
+           "label": translator_label(settings), "order": None,
            "settings": settings, "conditional": True, "train_pairs": par.sizes()["train"]["pairs"],
            "size_unit": "parameters", "budget": settings["budget"], "note": None, "error": None,
            "valid": None, "test": None, "is_distribution": True}

@@ -1,6 +1,7 @@
 """report.md and report.html of a parallel-corpus comparison (``results.json`` with format
 ``ngramlm.compare.parallel``): the perplexity table on the target tokens, BLEU, examples, and
-the source-attention heatmap with a softmax-temperature slider."""
+the attention heatmaps (the GRU's source attention; the Transformer's cross-attention, encoder and
+decoder self-attention) with a softmax-temperature slider."""
 from __future__ import annotations
 
 import base64
@@ -10,6 +11,17 @@ from pathlib import Path
 from corpora.textio import atomic_write_bytes, atomic_write_text
 
 from .render import _env, _readable, fmt_ppl, fmt_seconds, fmt_size
+
+
+# Axis labels per kind of attention map: (columns, rows).
+AXES = {"cross": ("source token (key)", "reference target token, teacher-forced (query)"),
+        "encoder": ("source token (key)", "source token (query)"),
+        "decoder": ("target token read (key)", "target token predicted (query)")}
+
+
+def heatmap_title(att: dict, index: int) -> str:
+    """A heatmap's caption; results written before the Transformer translator hold only the GRU's."""
+    return f"{att.get('title', 'seq2seq + attention: source attention')}, test pair {att.get('pair', index)}"
 
 
 def _heatmap_png(att: dict, title: str) -> bytes:
@@ -23,8 +35,9 @@ def _heatmap_png(att: dict, title: str) -> bytes:
     ax.set_yticks(range(len(att["target"])))
     ax.set_xticklabels(att["source"], rotation=60, fontsize=8)
     ax.set_yticklabels(att["target"], fontsize=8)
-    ax.set_xlabel("source token (key)")
-    ax.set_ylabel("reference target token, teacher-forced (query)")
+    xlabel, ylabel = AXES[att.get("kind", "cross")]
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     return _png(fig)
 
@@ -79,7 +92,8 @@ def build_context(results: dict) -> dict:
         "corpus": c, "status": results.get("status"), "created": results.get("created"),
         "settings": results["settings"], "rows": main, "all_ngram": [_row(r) for r in ngram],
         "bleu_models": models, "bleu_grid": grid, "signature": bleu[0]["signature"] if bleu else None,
-        "examples": results.get("examples") or [], "attention": results.get("attention") or [],
+        "examples": results.get("examples") or [],
+        "attention": [{**a, "caption": heatmap_title(a, i)} for i, a in enumerate(results.get("attention") or [], 1)],
         "timing": results.get("timing") or {}, "target_bytes": results.get("target_test_bytes"),
     }
 
@@ -127,12 +141,12 @@ Corpus BLEU (sacrebleu) of the translations against the one reference per pair, 
 {% endfor %}
 
 {% if attention %}
-## Source attention
+## Attention
 
-Rows: the reference target tokens, teacher-forced (the query: what the decoder reads while predicting the next token); columns: the source tokens (the keys). Colour: the attention weight, 0 to 1, each row summing to 1. report.html has the interactive view with a softmax-temperature slider.
+Source (cross-) attention: rows are the reference target tokens, teacher-forced (the query: what the decoder reads while predicting the next token); columns: the source tokens (the keys). The Transformer's encoder self-attention has source tokens on both axes; its decoder self-attention has the predicted target tokens as rows and the target tokens read (`<s>` first) as columns, zero above the diagonal (the causal mask). Colour: the attention weight, 0 to 1, each row summing to 1. report.html has the interactive view with a softmax-temperature slider.
 
 {% for a in attention %}
-![attention {{ loop.index }}](plots/attention_{{ loop.index }}.png)
+![attention {{ loop.index }}: {{ a.caption }}](plots/attention_{{ loop.index }}.png)
 {% endfor %}
 {% endif %}
 """
@@ -161,10 +175,10 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; } .note { color:
 {% for g in bleu_grid %}<tr><td>{{ g.decoder }}</td><td class="num">{{ g.alpha }}</td>{% for c in g.cells %}<td class="num{% if g.best[loop.index0] %} best{% endif %}" data-v="{{ g.v[loop.index0] if g.v[loop.index0] is not none else "" }}">{{ c }}{% if g.best[loop.index0] %} ★{% endif %}{% if g.ci[loop.index0] %}<br><span class="ci">{{ g.ci[loop.index0] }}</span>{% endif %}</td>{% endfor %}</tr>
 {% endfor %}</tbody></table>
 {% if attention %}
-<h2>Source attention</h2>
-<p class="note">Rows: the reference target tokens, teacher-forced (the query); columns: the source tokens (the keys); colour: the attention weight from 0 (white) to 1 (blue), each row summing to 1. The slider divides the attention scores by a temperature before the softmax (re-normalised from the stored log-weights): below 1 sharpens, above 1 flattens.</p>
+<h2>Attention</h2>
+<p class="note">Source (cross-) attention: rows are the reference target tokens, teacher-forced (the query); columns: the source tokens (the keys). The Transformer's encoder self-attention has source tokens on both axes; its decoder self-attention has the predicted target tokens as rows and the tokens read (<code>&lt;s&gt;</code> first) as columns. Colour: the attention weight from 0 (white) to 1 (blue), each row summing to 1. The slider divides the attention scores by a temperature before the softmax (re-normalised from the stored log-weights): below 1 sharpens, above 1 flattens.</p>
 <label>softmax temperature <input type="range" id="s2s-temp" min="-2" max="2" step="0.05" value="0"> <span id="s2s-temp-val">1.00</span></label>
-<p class="note">colour: attention weight <span style="display:inline-block;width:8em;height:0.8em;border:1px solid #ccc;vertical-align:middle;background:linear-gradient(to right,#fff,#00f)"></span> 0 → 1 &nbsp; rows: reference target tokens (query) &nbsp; columns: source tokens (key)</p>
+<p class="note">colour: attention weight <span style="display:inline-block;width:8em;height:0.8em;border:1px solid #ccc;vertical-align:middle;background:linear-gradient(to right,#fff,#00f)"></span> 0 → 1 &nbsp; rows: queries &nbsp; columns: keys</p>
 <div id="s2s-heatmaps"></div>
 <p class="note" id="s2s-selftest" data-result="not run" hidden>self-test: needs JavaScript</p>
 <script>
@@ -184,6 +198,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; } .note { color:
     root.innerHTML = "";
     ATT.forEach(function (a) {
       var w = weights(a, T), cell = 26, left = 90, top = 80;
+      var caption = document.createElement("p");
+      caption.className = "note"; caption.textContent = a.caption; root.appendChild(caption);
       var svg = document.createElementNS(ns, "svg");
       svg.setAttribute("class", "heat");
       svg.setAttribute("width", left + cell * a.source.length + 10);
@@ -251,7 +267,7 @@ def render_parallel(out: Path, results: dict) -> dict:
     ctx = build_context(results)
     pngs = []
     for i, a in enumerate(ctx["attention"], start=1):
-        png = _heatmap_png(a, f"seq2seq + attention, test pair {i}")
+        png = _heatmap_png(a, a["caption"])
         atomic_write_bytes(out / "plots" / f"attention_{i}.png", png)
         pngs.append(png)
     ctx["heat_b64"] = [base64.b64encode(p).decode("ascii") for p in pngs]
