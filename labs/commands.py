@@ -1,10 +1,14 @@
-"""``ngramlm lab [NAME] [-o DIR]``: list the labs, or run one and write its report."""
+"""``ngramlm lab [NAME] [-o DIR] [--seed N] [--quick] [--data-dir DIR]``: list the labs, or run one and write its report."""
 from __future__ import annotations
 
 import importlib
+import inspect
+import time
 from pathlib import Path
 
 import click
+
+from corpora.options import data_dir_option
 
 from . import LABS
 
@@ -14,7 +18,9 @@ from . import LABS
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("labs-out"),
               show_default=True, help="Folder for the reports; each lab writes OUT/NAME/.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed (the labs are deterministic given it).")
-def lab_cmd(name: str | None, out_dir: Path, seed: int) -> None:
+@data_dir_option
+@click.option("--quick", is_flag=True, help="Smaller sizes: seconds instead of minutes (the numbers are noisier).")
+def lab_cmd(name: str | None, out_dir: Path, seed: int, data_dir: str | None, quick: bool) -> None:
     """Run one of the textbook's experiments as a small lab; with no NAME, list them."""
     if name is None:
         width = max(map(len, LABS))
@@ -29,9 +35,16 @@ def lab_cmd(name: str | None, out_dir: Path, seed: int) -> None:
     from .output import write_lab
 
     module = importlib.import_module(LABS[name].module)
-    result = module.run(seed=seed)
+    kwargs = {"seed": seed}
+    if quick and "quick" in inspect.signature(module.run).parameters:  # the closed-form labs are quick already
+        kwargs["quick"] = True
+    if data_dir is not None and "data_dir" in inspect.signature(module.run).parameters:  # the labs reading a corpus
+        kwargs["data_dir"] = data_dir
+    t0 = time.perf_counter()
+    result = module.run(**kwargs)
+    seconds = time.perf_counter() - t0
     folder = write_lab(result, out_dir=out_dir)
     click.echo(f"{result.title}  [{result.section}]")
     for what, value in result.headline:
         click.echo(f"  {what}: {value}")
-    click.echo(f"wrote {folder}/report.html (and report.md, results.json, plots/)")
+    click.echo(f"ran in {seconds:.1f} s; wrote {folder}/report.html (and report.md, results.json, plots/)")

@@ -1,4 +1,8 @@
-"""``ngramlm lab``: the list, the three labs' measured claims, and their written reports."""
+"""``ngramlm lab``: the list, each lab's measured claim, and the reports they write.
+
+The closed-form labs run at their default size; the training labs run with ``--quick``
+(seconds each).  The labs that read The Time Machine are skipped where the real corpora
+are absent (``$NGRAMLM_TEST_CORPORA``, else ``<repo>/../shared/corpora``)."""
 from __future__ import annotations
 
 import json
@@ -6,22 +10,40 @@ from pathlib import Path
 
 import pytest
 
+import os
+
 from conftest import invoke_cli, needs
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = needs("matplotlib", "torch")
-NAMES = ["positional-encoding", "attention-scaling", "nadaraya-watson"]
+CLOSED_FORM = ["positional-encoding", "attention-scaling", "nadaraya-watson"]
+SELF_CONTAINED = ["attention-cost", "long-range", "sine-forecast"]  # run with --quick, no corpus files
+CORPUS_LABS = ["gradients", "clipping", "bptt", "minibatch", "depth", "bidirectional", "exposure-bias"]
+NAMES = CLOSED_FORM + SELF_CONTAINED + CORPUS_LABS
+
+
+def corpora_dir():
+    root = Path(os.environ.get("NGRAMLM_TEST_CORPORA") or ROOT.parent / "shared" / "corpora").resolve()
+    return root if (root / "timemachine").is_dir() else None
 
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory):
     """Run every lab once through the CLI; the tests below read what they wrote."""
     d = tmp_path_factory.mktemp("labs")
-    runs = {name: invoke_cli(["lab", name, "-o", d]) for name in NAMES}
+    runs = {name: invoke_cli(["lab", name, "-o", d]) for name in CLOSED_FORM}
+    runs.update({name: invoke_cli(["lab", name, "--quick", "-o", d]) for name in SELF_CONTAINED})
+    data = corpora_dir()
+    if data is not None:
+        runs.update({name: invoke_cli(["lab", name, "--quick", "--data-dir", data, "-o", d]) for name in CORPUS_LABS})
     return d, runs
 
 
 def results(out, name):
+    if name not in out[1]:
+        pytest.skip("The Time Machine is not available (set NGRAMLM_TEST_CORPORA)")
+    code, _, stderr = out[1][name]
+    assert code == 0, stderr
     return json.loads((out[0] / name / "results.json").read_text())["results"]
 
 
@@ -32,6 +54,7 @@ def test_lab_lists_the_labs_with_their_sections():
         assert name in stdout
     assert "positional encoding" in stdout and "scaled dot-product attention" in stdout
     assert "attention pooling" in stdout
+    assert "exposure bias" in stdout and "Bidirectional" in stdout and "Markov" in stdout
 
 
 def test_unknown_lab_names_the_labs_and_exits_2():
@@ -80,6 +103,8 @@ def test_nadaraya_watson_narrow_kernel_and_learned_width(out):
 @pytest.mark.parametrize("name", NAMES)
 def test_each_lab_writes_its_report(out, name):
     d, runs = out
+    if name not in runs:
+        pytest.skip("The Time Machine is not available (set NGRAMLM_TEST_CORPORA)")
     code, stdout, stderr = runs[name]
     assert code == 0, stderr
     assert "wrote" in stdout and ":" in stdout.splitlines()[1]  # headline numbers printed
@@ -96,3 +121,107 @@ def test_each_lab_writes_its_report(out, name):
         text = (folder / f).read_text()
         assert str(d) not in text and str(ROOT) not in text  # no absolute paths
     assert not list(folder.rglob("*.tmp"))
+
+
+# ---------------------------------------------------------------- the sequence-model labs
+
+
+def test_gradients_exact_exercise_and_gated_cells_keep_gradients_longer(out):
+    r = results(out, "gradients")
+    assert r["linear_exact"]["0.5"] == pytest.approx(0.5 ** 100, rel=1e-9)  # the exercise: 7.9e-31
+    assert r["linear_exact"]["1.5"] == pytest.approx(1.5 ** 100, rel=1e-9)  # and its exploding twin: 4.1e17
+    prof = r["tanh_gain_profiles"]
+    assert prof["0.5"][0] < 1e-20 < 1 < prof["3.0"][0]  # 100 steps back: vanished / exploded
+    back50 = r["trained_back50"]
+    assert back50["lstm"] > 100 * back50["rnn_tanh"]  # trained: the tanh RNN forgets far faster
+    for cell in ("rnn_tanh", "gru", "lstm"):
+        assert r["cells"][cell]["valid_ppl"] < 12  # they did learn (uniform over 27 chars would be 27)
+
+
+def test_clipping_bounds_the_update_norm(out):
+    r = results(out, "clipping")
+    bound = r["lr"] * r["theta"]
+    clipped, unclipped = r["runs"]["clipped"], r["runs"]["unclipped"]
+    assert max(clipped["update_norms"]) <= bound * (1 + 1e-5)
+    assert all(u <= r["lr"] * min(g, r["theta"]) * (1 + 1e-5) + 1e-9
+               for g, u in zip(clipped["grad_norms"], clipped["update_norms"]))
+    assert max(unclipped["update_norms"]) > 10 * bound  # the same batches without clipping: a blow-up
+    assert clipped["valid_ppl"] is not None and clipped["valid_ppl"] < 12
+    assert unclipped["valid_ppl"] is None or unclipped["valid_ppl"] > 2 * clipped["valid_ppl"]
+
+
+def test_bptt_truncation_cuts_the_gradient_and_randomised_is_unbiased(out):
+    r = results(out, "bptt")
+    assert r["truncated_beyond_cut"] == 0.0  # nothing flows past the last cut
+    assert r["reach"]["full"][0] > 0  # full BPTT reaches the first input
+    cos = r["cosine_to_full"]
+    assert cos["randomised_mean"] >= cos["randomised_single"] - 1e-6  # averaging draws approaches the full gradient
+    assert 0.5 < cos["truncated"] <= 1.0 + 1e-6
+    for scheme in ("full", "truncated", "randomised"):
+        assert r["runs"][scheme]["valid_ppl"] < 12
+
+
+def test_minibatch_batches_and_both_schemes_learn(out):
+    r = results(out, "minibatch")
+    seq, rnd = r["batches_shown"]["sequential"], r["batches_shown"]["random"]
+    for (x0, _), (x1, _) in zip(seq, seq[1:]):  # each row continues where the previous batch's row stopped
+        for a, b in zip(x0, x1):
+            assert b[0] == a[-1] + 1
+    for xs, ys in seq + rnd:  # targets are the inputs shifted by one
+        for x, y in zip(xs, ys):
+            assert y == [t + 1 for t in x]
+    starts = [row[0] for xs, _ in rnd for row in xs]
+    assert len(set(s % 5 for s in starts)) == 1  # one random offset, windows of bptt = 5
+    assert starts != sorted(starts)  # shuffled
+    for scheme in ("random", "sequential"):
+        assert r["runs"][scheme]["valid_ppl"] < 12
+
+
+def test_depth_adds_one_layer_of_parameters_each(out):
+    r = results(out, "depth")
+    p = [r["runs"][str(d)]["params"] for d in (1, 2, 3)]
+    assert p[0] < p[1] < p[2] and p[2] - p[1] == p[1] - p[0]
+    for d in (1, 2, 3):
+        assert r["runs"][str(d)]["valid_ppl"] < 12
+
+
+def test_bidirectional_lm_cheats_but_helps_the_cloze(out):
+    m = results(out, "bidirectional")["models"]
+    assert m["bidirectional"]["lm_valid_ppl"] < 1.5 < 3 < m["causal"]["lm_valid_ppl"]
+    assert m["bidirectional"]["cloze_accuracy"] > m["causal"]["cloze_accuracy"] + 0.05
+
+
+def test_exposure_bias_teacher_forced_beats_free_running(out):
+    r = results(out, "exposure-bias")
+    tf, fr = r["teacher_forced_acc"], r["free_running_acc"]
+    assert tf[0] == pytest.approx(fr[0], abs=0.02)  # the first character: same model, same true prefix
+    assert r["teacher_forced_mean"] > r["free_running_mean"] + 0.1
+    assert fr[-1] < fr[0]
+    after = r["after_first_error"]
+    assert after["teacher_forced"] > after["free_running"]
+
+
+def test_attention_cost_quadratic_memory_and_path_lengths(out):
+    r = results(out, "attention-cost")
+    assert r["slopes"]["attention_memory"] == pytest.approx(2.0, abs=1e-6)  # the n×n weights, exactly
+    n = r["path_n"]
+    assert r["path_length"] == {"attention": 1, "rnn": n - 1, "conv": -(-(n - 1) // 2)}
+    rows = r["by_n"]
+    assert rows[-1]["attention_weight_bytes"] == 4 * r["batch"] * rows[-1]["n"] ** 2
+    assert r["permutation_equivariance_error"] < 1e-5  # no positions: order is invisible to it
+
+
+def test_long_range_the_ngram_pays_once_the_origin_leaves_its_window(out):
+    r = results(out, "long-range")
+    assert r["n_pairs"] > 50
+    assert r["median_bits"]["true language"] < 0.2  # the true model: about 0.1 bit when the expected word comes
+    far = r["far_mean_bits"]
+    assert far["MKN 5-gram"] > 3.0 > 1.0 > far["true language"]  # measured: 4.58 vs 0.63 (default), 4.60 vs 0.24 (quick)
+    assert r["mean_bits"]["truth without the origin"] > 3.0
+    assert r["bits_per_token"]["truth"] < r["bits_per_token"]["MKN 5-gram"]
+
+
+def test_sine_forecast_errors_accumulate_with_k(out):
+    mse = results(out, "sine-forecast")["mse_clean"]
+    assert mse["1"] < mse["4"] < mse["16"] < mse["64"]
+    assert mse["64"] > 10 * mse["1"]
