@@ -91,7 +91,7 @@ def load_texts(checkpoint, corpus: Optional[str], *, data_dir=None):
     name = corpus or info.get("corpus")
     if not name:
         raise InputError("the checkpoint does not record its corpus", path=checkpoint,
-                         fix="pass the corpus it was trained on, e.g. `ngramlm neural ladder CKPT ptb`")
+                         fix="pass the corpus it was trained on, e.g. `ngramlm ladder CKPT ptb`")
     c = load_corpus(name, data_dir=data_dir, tokenizer=vocab.tokenizer, valid=info.get("valid"),
                     test=info.get("test"))
     texts = {}

@@ -15,9 +15,10 @@ from corpora import load_corpus  # noqa: E402
 from corpora.errors import InputError  # noqa: E402
 from corpora.vocab import PAD_ID  # noqa: E402
 from neural.bert import (IGNORE, BertLM, PretrainConfig, build_bert, encode_sentences, mask_tokens,  # noqa: E402
-                         pack_pairs, pretrain, pseudo_log_likelihoods, score_heads, sentence_embeddings,
+                         pack_pairs, pseudo_log_likelihoods, score_heads, sentence_embeddings,
                          sentence_pairs, special_ids, truncate_pair)
-from neural.bert_commands import bert_group  # noqa: E402
+from neural.bert_train import pretrain  # noqa: E402
+from reports.bert_commands import bert_group  # noqa: E402
 
 V = 1000  # toolkit ids: 0-3 specials, 4..999 words; [CLS] 1000, [SEP] 1001, [MASK] 1002
 CLS, SEP, MASK = special_ids(V)
@@ -143,7 +144,7 @@ def test_pll_equals_a_hand_loop_over_positions(norm):
 
 
 def test_checkpoint_round_trip_gives_identical_outputs(tmp_path, toy):
-    from neural.bert import save_bert
+    from neural.bert_train import save_bert
     from neural.checkpoint import load_model
     from neural.models import model_name
 
@@ -245,7 +246,7 @@ def test_bad_checkpoints_are_clear_errors(tmp_path):
 
 
 def test_a_causal_checkpoint_is_refused_and_bert_is_refused_by_causal_scoring(tmp_path, toy):
-    from neural.bert import save_bert
+    from neural.bert_train import save_bert
     from neural.checkpoint import save_checkpoint
     from neural.commands import ppl_summary
     from neural.models import build_model

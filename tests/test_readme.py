@@ -31,7 +31,7 @@ NOT_RUN = {
     "seq2seq translate fra.pt": "needs the translator of the line before",
     "compare fra-eng": "5.6 minutes (tests/test_parallel_compare.py runs a quick one)",
     "neural train ptb --locked-dropout": "trains for many minutes (tests/test_ladder.py trains regularised toy models)",
-    "neural ladder lstm.pt": "needs a trained PTB model (tests/test_ladder.py climbs a small one)",
+    "ladder lstm.pt": "needs a trained PTB model (tests/test_ladder.py climbs a small one)",
     "bert pretrain ptb": "25 minutes of pretraining (tests/test_bert.py pretrains a tiny model on toy)",
     "bert pppl bert.pt": "needs the model of the line before (tests/test_bert.py scores a tiny one)",
 }

@@ -15,11 +15,11 @@ def test_the_built_in_sections_in_their_order():
     from reports import sections
 
     assert [s.name for s in sections.SECTIONS] == ["vwall", "orders", "curves", "interpolation", "per_token",
-                                                   "attention", "infini", "tokenizations", "training"]
+                                                   "attention", "infini", "tokenizations", "training", "ladder"]
     assert sections.numbers()["orders"] == 2 and sections.numbers()["infini"] == 7
     assert set(sections.plot_functions()) == {"vwall", "perplexity_by_order", "count_spectrum", "learning_curves",
                                               "interpolation", "attention", "effective_n", "tokenizations",
-                                              "zipf", "zipf_tokenizations", "training"}
+                                              "zipf", "zipf_tokenizations", "training", "ladder"}
 
 
 def test_a_registered_section_is_computed_numbered_and_rendered(tmp_path, run_cli, monkeypatch):

@@ -20,7 +20,7 @@ from corpora.errors import InputError
 from corpora.options import data_dir_option, json_option, seed_option, threads_option
 from corpora.textio import check_writable
 
-from .bert import BERT_PRESETS, PPPL_CAVEAT, PretrainConfig
+from neural.bert import BERT_PRESETS, PPPL_CAVEAT, PretrainConfig
 
 
 def _set_threads(threads: Optional[int]) -> None:
@@ -36,7 +36,7 @@ def _echo_err(msg: str) -> None:
 
 def load_bert(path):
     """``(model, vocab, checkpoint)`` of a BERT checkpoint; any other file is an InputError naming it."""
-    from .checkpoint import load_checkpoint, model_from_checkpoint
+    from neural.checkpoint import load_checkpoint, model_from_checkpoint
 
     try:
         ckpt = load_checkpoint(path)  # no file / not a checkpoint / corrupt: errors that name the file
@@ -80,7 +80,7 @@ def pppl_summary(checkpoint, text: Optional[str] = None, *, split: str = "test",
     """
     from corpora.accounting import oov_flags
 
-    from .bert import encode_sentences, pseudo_log_likelihoods
+    from neural.bert import encode_sentences, pseudo_log_likelihoods
 
     _set_threads(threads)
     model, vocab, ckpt = load_bert(checkpoint)
@@ -180,7 +180,8 @@ def pretrain_cmd(corpus, size, minutes, max_steps, batch_size, lr, warmup, eval_
     """
     from corpora.sources import open_text
 
-    from .bert import build_bert, encode_sentences, pretrain, score_heads
+    from neural.bert import build_bert, encode_sentences, score_heads
+    from neural.bert_train import pretrain
 
     _set_threads(threads)
     corpus = corpus or "toy"
@@ -253,7 +254,7 @@ def embed_cmd(checkpoint, text_file, out, threads):
     from corpora.sources import read_text_source
     from corpora.textio import atomic_write_bytes
 
-    from .bert import encode_sentences, sentence_embeddings
+    from neural.bert import encode_sentences, sentence_embeddings
 
     _set_threads(threads)
     if not out.endswith((".npz", ".npy")):
