@@ -24,6 +24,8 @@ _COMMANDS = {
     "generate": ("ngramlm.commands:generate_cmd", "Generate text from a model."),
     "export-arpa": ("ngramlm.commands:export_arpa_cmd", "Write a model as an ARPA file."),
     "import-arpa": ("ngramlm.commands:import_arpa_cmd", "Read an ARPA file into the native format."),
+    "build-binary": ("ngramlm.binary_commands:build_binary_cmd",
+                     "Write a model as a KenLM binary file (probing or trie; -q -b -a as build_binary)."),
     "mix": ("ngramlm.mix_commands:mix_cmd", "Mix back-off models into one (static mixture, tuned by EM)."),
     "prune": ("ngramlm.prune_commands:prune_cmd", "Entropy-prune a model to a size, a file size or a threshold."),
     "filter": ("ngramlm.filter_commands:filter_cmd", "Limit a model to a lexicon (word list); other words become <unk>."),

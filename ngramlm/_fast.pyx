@@ -1171,3 +1171,31 @@ def sa_infini(const tok_t[:] tok, const sa_t[:] sa, const int64_t[:] test, const
             phi = hi2
             have = True
     return eff_a, ch_a, chw_a, one_a
+
+
+# ----------------------------------------------------------------------------- KenLM probing tables
+def probing_insert(uint64_t[:] table_keys, const uint64_t[:] keys):
+    """Insert ``keys`` in order into a linear-probing table (key 0 = empty bucket; bucket = key mod
+    size, then the next one, wrapping), as KenLM's ProbingHashTable does.  Returns each key's
+    bucket; -1 for a key already present (KenLM would keep the first)."""
+    cdef Py_ssize_t nb = table_keys.shape[0], i, n = keys.shape[0]
+    cdef uint64_t b, got, key
+    out_a = np.empty(n, dtype=np.int64)
+    cdef int64_t[:] out = out_a
+    with nogil:
+        for i in range(n):
+            key = keys[i]
+            b = key % <uint64_t>nb
+            while True:
+                got = table_keys[b]
+                if got == 0:
+                    table_keys[b] = key
+                    out[i] = <int64_t>b
+                    break
+                if got == key:
+                    out[i] = -1
+                    break
+                b += 1
+                if b == <uint64_t>nb:
+                    b = 0
+    return out_a

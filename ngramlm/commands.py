@@ -41,11 +41,12 @@ def load_sentences(source: str, *, split: str, data_dir: Optional[str], tokenize
     return src.sentences, src.tokenizer, src.description
 
 
-def load_model(path: str):
-    """A native model or an ARPA file (plain or gzip), recognised by content; never a pickle."""
+def load_model(path: str, *, ngrams: bool = False):
+    """A native model, an ARPA file (plain or gzip) or a KenLM binary, recognised by content; never a
+    pickle.  ``ngrams=True``: the caller needs the n-grams listed (a probing binary is refused)."""
     from ngramlm.loading import load_any
 
-    return load_any(path)
+    return load_any(path, ngrams=ngrams)
 
 
 def _check_tokenizer(model, text_spec, model_path):
@@ -567,7 +568,7 @@ def export_arpa_cmd(model_path, output, output_opt):
 
     if output != "-":
         check_writable(output, what="ARPA file")
-    write_arpa(load_model(model_path), output)
+    write_arpa(load_model(model_path, ngrams=True), output)
     click.echo(f"wrote {'the ARPA text to stdout' if output == '-' else output}", err=True)
 
 

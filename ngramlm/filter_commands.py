@@ -81,7 +81,7 @@ def filter_cmd(vocab_path, model_path, output, eval_text, data_dir, as_json):
     t0 = time.perf_counter()
     check_writable(output, what="model file")  # a bad path fails now, before any work
     words = read_word_list(vocab_path)
-    model = load_any(model_path)
+    model = load_any(model_path, ngrams=True)
     check_limitable(model, name=model_path)
     sentences, where = _eval_texts(eval_text, data_dir=data_dir, vocab=model.vocab_) if eval_text else (None, None)
     res = limit_vocabulary(model, words=words, source=vocab_path)

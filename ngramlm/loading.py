@@ -14,6 +14,7 @@ from corpora.errors import InputError
 
 from .arpa import looks_like_arpa, read_arpa_tables
 from .io_native import load_native_tables
+from .kenlm_binary import looks_like_kenlm_binary, read_header, read_trie_tables
 from .model import NgramLM
 from .smoothing import SMOOTHERS
 
@@ -32,15 +33,37 @@ def load_native(path: os.PathLike | str, *, mmap: Optional[bool] = None) -> Ngra
     return NgramLM.from_tables(tables, **init_params)
 
 
-def load_any(path: os.PathLike | str, *, mmap: Optional[bool] = None) -> NgramLM:
-    """An :class:`NgramLM` from an ARPA file (plain or gzip) or a native file, told apart by content.
+def load_any(path: os.PathLike | str, *, mmap: Optional[bool] = None, ngrams: bool = False) -> NgramLM:
+    """An :class:`NgramLM` from an ARPA file (plain or gzip), a native file or a KenLM binary, told apart
+    by content (a KenLM *probing* binary gives a :class:`~ngramlm.probing_model.ProbingScorer`).
 
     ``mmap`` applies to native files: None maps large ones, True / False always / never; an ARPA
-    file is always parsed into memory.
+    file is always parsed into memory.  ``ngrams=True`` is for callers that need the n-grams
+    themselves (export, pruning, mixing, filtering): a probing binary is refused with the reason.
     """
     p = os.fspath(path)
     if not os.path.exists(p):
         raise InputError("no such model file", path=p, fix="check the path")
     if os.path.isdir(p):
         raise InputError("is a directory, not a model file", path=p, fix="pass the .arpa or .npz file")
+    if looks_like_kenlm_binary(p):
+        if ngrams and read_header(p).kind == "probing":
+            raise InputError("a KenLM probing binary stores only 64-bit hashes of its n-grams, so the n-grams "
+                             "cannot be read back", path=p,
+                             fix="use the ARPA file it was built from, or a trie binary (build_binary trie / "
+                                 "`ngramlm build-binary trie`), which keeps them")
+        return read_kenlm_binary(p)
     return read_arpa(p) if looks_like_arpa(p) else load_native(p, mmap=mmap)
+
+
+def read_kenlm_binary(path: os.PathLike | str):
+    """A KenLM binary (``build_binary`` output): a trie decodes into an :class:`NgramLM`; a probing
+    file, which stores only hashes of its n-grams, becomes a
+    :class:`~ngramlm.probing_model.ProbingScorer` that scores but cannot list n-grams."""
+    header = read_header(path)
+    if header.kind == "trie":
+        tables = read_trie_tables(path)
+        return NgramLM.from_tables(tables, order=tables.order, smoothing=None)
+    from .probing_model import ProbingScorer
+
+    return ProbingScorer(path)

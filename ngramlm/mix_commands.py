@@ -85,7 +85,7 @@ def mix_cmd(models, output, lambdas, dev_text, log_linear, eval_text, data_dir, 
     weights = None
     if lambdas is not None:
         weights = check_weights(parse_weights(lambdas), n_models=len(models))
-    lms = [load_any(p) for p in models]  # a missing or unreadable file: an error naming it
+    lms = [load_any(p, ngrams=True) for p in models]  # a missing or unreadable file: an error naming it
     names = list(models)
     check_mixable(lms, names=names)
     for m in lms:

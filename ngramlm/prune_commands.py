@@ -138,7 +138,7 @@ def prune_cmd(model_path, output, max_ngrams, max_bytes, threshold, protect_path
     limit = parse_bytes(max_bytes) if max_bytes is not None else None
     check_writable(output, what="model file")  # a bad path fails now, before any work
     words = read_word_list(protect_path) if protect_path else []
-    model = load_any(model_path)
+    model = load_any(model_path, ngrams=True)
     evl = read_encoded(eval_text, split="test", data_dir=data_dir, vocab=model.vocab_) if eval_text else None
     before = [int(n) for n in model.n_ngrams_]
     scores = prune_scores(model, protect_words=words)

@@ -109,6 +109,10 @@ class Model:
         if index:  # the scorer's hash index, built now rather than behind a later call
             self.lm.build_index()
             self._fast = self.lm.compiled_tables()
+        if getattr(self.lm, "search", None) is not None:
+            # A KenLM probing binary: no n-gram tables, so the state API probes its hash tables
+            # (the state holds word ids, most recent first, as KenLM's does).
+            self._score = self._probing_score
         if self._fast is not None:
             # The state API straight into C: bound methods as instance attributes, so a call
             # costs no Python frame (beam-search decoders make millions of them).
@@ -201,6 +205,14 @@ class Model:
         else:
             out.rows = tuple(new)
             out.hist = min(state.hist + 1, n - 1)
+        return lp, m
+
+    def _probing_score(self, state, w: int, out) -> tuple:
+        to_k = self.lm.to_kenlm
+        lp, m, words = self.lm.search.state_score(tuple(int(to_k[r]) for r in state.rows), int(to_k[w]))
+        # Back from KenLM ids to ours: the state's words are ours (the first is w itself).
+        out.rows = (w,) + tuple(state.rows[:len(words) - 1]) if words else ()
+        out.hist = len(out.rows)
         return lp, m
 
     # ------------------------------------------------------------------ sentences

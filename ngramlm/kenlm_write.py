@@ -1,0 +1,495 @@
+"""Write KenLM binary model files (what ``build_binary`` writes) from a back-off model.
+
+The file is the one ``build_binary`` makes from the ARPA text this toolkit writes for the same
+model (:func:`ngramlm.arpa.write_arpa`): every number goes through that text (``%.7g``) before it is
+narrowed to float32, so a binary written here and one written by ``build_binary`` from the exported
+ARPA hold the same values.  The format is read in :mod:`ngramlm.kenlm_binary`, which documents it.
+
+Trie files (``trie``, with ``-q``/``-b`` quantisation and ``-a`` pointer compression) are laid out
+field by field as KenLM lays them out: the vocabulary sorted by the 64-bit MurmurHash of each word,
+the n-grams in the reversed-word order of KenLM's trie, the quantisation bins trained on equal-size
+buckets of the sorted values.  A model whose n-grams are not closed under taking suffixes (some
+pruned models) would need KenLM's "blank" n-grams; that is refused with a message, not
+approximated.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from corpora.errors import InputError
+from corpora.textio import atomic_writer
+from corpora.vocab import BOS_ID, PAD_ID
+
+from .kenlm_binary import SANITY, _FIXED, header_size, trie_layout
+
+_M = 0xC6A4A7935BD1E995
+_MASK = (1 << 64) - 1
+
+
+def murmur_hash64a(data: bytes, seed: int = 0) -> int:
+    """MurmurHash64A (Austin Appleby's public-domain hash), which KenLM keys its vocabulary with."""
+    n = len(data)
+    h = (seed ^ (n * _M)) & _MASK
+    end = n - n % 8
+    for i in range(0, end, 8):
+        k = int.from_bytes(data[i:i + 8], "little")
+        k = (k * _M) & _MASK
+        k ^= k >> 47
+        k = (k * _M) & _MASK
+        h ^= k
+        h = (h * _M) & _MASK
+    rest = n & 7
+    if rest:
+        h ^= int.from_bytes(data[end:], "little")
+        h = (h * _M) & _MASK
+    h ^= h >> 47
+    h = (h * _M) & _MASK
+    h ^= h >> 47
+    return h
+
+
+@dataclass
+class BinaryOptions:
+    """``build_binary``'s options that shape the file."""
+    kind: str = "trie"  # "trie" or "probing"
+    prob_bits: Optional[int] = None  # -q: quantise probabilities (trie only)
+    backoff_bits: Optional[int] = None  # -b: quantise back-off weights (defaults to -q)
+    array_bits: Optional[int] = None  # -a: compress trie pointers, at most this many bits in the array
+    probing_multiplier: float = 1.5  # -p
+    include_vocab: bool = True  # -v turns it off (then the words cannot be matched back)
+
+    def check(self) -> None:
+        if self.kind not in ("trie", "probing"):
+            raise InputError(f"unknown KenLM data structure {self.kind!r}", fix="use trie or probing")
+        if self.backoff_bits is not None and self.prob_bits is None:
+            raise InputError("-b (back-off bits) needs -q (probability bits)", fix="add -q 8, say")
+        for name, v in (("-q", self.prob_bits), ("-b", self.backoff_bits), ("-a", self.array_bits)):
+            if v is not None and not (1 <= v <= 25 if name != "-a" else 0 <= v <= 255):
+                raise InputError(f"{name} {v} is out of range", fix="-q/-b take 1..25 bits, -a 0..255")
+        if self.kind == "probing" and (self.prob_bits is not None or self.array_bits is not None):
+            raise InputError("quantisation (-q/-b) and pointer compression (-a) exist only in the trie",
+                             fix="use `build-binary trie`")
+        if self.kind == "probing" and not self.probing_multiplier > 1.0:
+            raise InputError(f"-p {self.probing_multiplier}: the probing multiplier must be > 1.0", fix="use -p 1.5")
+
+    @property
+    def model_type(self) -> int:
+        if self.kind == "probing":
+            return 0
+        return 2 + (1 if self.prob_bits is not None else 0) + (2 if self.array_bits is not None else 0)
+
+
+def _through_arpa_text(x: np.ndarray) -> np.ndarray:
+    """float32 of each value as the ARPA writer prints it ('%.7g'; -99 for -inf)."""
+    from .arpa import _fmt_column
+
+    if len(x) == 0:
+        return np.zeros(0, dtype=np.float32)
+    return np.asarray(_fmt_column(np.asarray(x, dtype=np.float64)).astype(str).astype(np.float64), dtype=np.float32)
+
+
+def model_ngrams(model) -> dict:
+    """Per order k: ``words`` (n, k) our ids in natural order, ``prob``, ``backoff`` (float32, through
+    the ARPA text; a zero back-off is -0.0 unless the n-gram is a context of a longer one: KenLM's
+    'extension' flag), as the ARPA file of ``model`` lists them."""
+    model._check_fitted()
+    if model.kind_ != "backoff" or not model.is_distribution_ or model.missing_backoff_ != 0.0:
+        raise InputError(f"a {model.smoother_name_} model is not a back-off model KenLM can hold",
+                         fix="write models smoothed with a back-off method (mkn, kn, wb, katz, ...)")
+    V = len(model.vocab_)
+    n = model.order_
+    out = {}
+    words_prev = None
+    for k in range(1, n + 1):
+        keys = np.asarray(model.keys_[k - 1])
+        lp = np.array(model.log10_prob_[k - 1], dtype=np.float64)
+        if k == 1:
+            sel = np.flatnonzero(np.arange(V) != PAD_ID)
+            lp[BOS_ID] = -99.0
+            words_all = np.arange(V, dtype=np.int64)[:, None]
+            words = words_all[sel]
+        else:
+            sel = np.arange(len(keys))
+            words_all = np.column_stack([words_prev[keys // V], keys % V])
+            words = words_all
+        prob = np.minimum(_through_arpa_text(lp[sel]), np.float32(0.0))
+        if k < n:
+            bo = _through_arpa_text(np.asarray(model.log10_backoff_[k - 1], dtype=np.float64)[sel])
+            ext = np.zeros(len(keys), dtype=bool)
+            ext[np.asarray(model.keys_[k]) // V] = True
+            ext = ext[sel]
+            bo = np.where(bo == 0, np.where(ext, np.float32(0.0), np.float32(-0.0)), bo).astype(np.float32)
+        else:
+            bo, ext = None, None
+        out[k] = {"words": words, "prob": prob, "backoff": bo, "extends": ext}
+        words_prev = words_all
+    return out
+
+
+class _BitWriter:
+    """Little-endian bit fields into a zeroed region (KenLM's WriteInt57, vectorised)."""
+
+    def __init__(self, n_bytes: int) -> None:
+        self.n_bytes = n_bytes
+        self.words = np.zeros(n_bytes // 8 + 2, dtype=np.uint64)
+
+    def write(self, bit_addr: np.ndarray, values: np.ndarray, length: int) -> None:
+        if length == 0 or len(bit_addr) == 0:
+            return
+        a = np.asarray(bit_addr, dtype=np.uint64)
+        v = np.asarray(values, dtype=np.uint64) & np.uint64((1 << length) - 1)
+        q = (a >> np.uint64(6)).astype(np.int64)
+        s = a & np.uint64(63)
+        np.bitwise_or.at(self.words, q, v << s)
+        spill = np.flatnonzero((s != 0) & (s + np.uint64(length) > np.uint64(64)))
+        if len(spill):
+            np.bitwise_or.at(self.words, q[spill] + 1, v[spill] >> (np.uint64(64) - s[spill]))
+
+    def tobytes(self) -> bytes:
+        return self.words.tobytes()[:self.n_bytes]
+
+
+def _make_bins(values: np.ndarray, bins: int) -> np.ndarray:
+    """Centres of ``bins`` equal-count buckets of the sorted values (an empty bucket repeats the
+    previous centre, or -inf first): KenLM's quantiser training."""
+    v = np.sort(np.asarray(values, dtype=np.float32))
+    centres = np.empty(bins, dtype=np.float32)
+    n = len(v)
+    start = 0
+    for i in range(bins):
+        finish = (n * (i + 1)) // bins
+        if finish == start:
+            centres[i] = centres[i - 1] if i else -np.inf
+        else:
+            # A running double sum in file order, divided in double by the float count, then narrowed.
+            centres[i] = np.float32(np.cumsum(v[start:finish], dtype=np.float64)[-1] / float(np.float32(finish - start)))
+        start = finish
+    return centres
+
+
+def _encode(centres: np.ndarray, values: np.ndarray, reserved: int) -> np.ndarray:
+    """Index of the nearest centre at or above ``reserved`` (ties to the upper one, as KenLM)."""
+    values = np.asarray(values, dtype=np.float32)
+    tail = centres[reserved:]
+    pos = np.searchsorted(tail, values, side="left")
+    out = pos + reserved
+    last = len(centres) - 1
+    out = np.where(pos >= len(tail), last, out)
+    mid = (pos > 0) & (pos < len(tail))
+    above = tail[np.minimum(pos, len(tail) - 1)]
+    below = tail[np.maximum(pos - 1, 0)]
+    closer_below = (values - below) < (above - values)  # float32 arithmetic, as KenLM's floats
+    out = np.where(mid & closer_below, out - 1, out)
+    out = np.where(pos == 0, reserved, out)
+    return out.astype(np.uint64)
+
+
+def _encode_backoff(centres: np.ndarray, values: np.ndarray) -> np.ndarray:
+    values = np.asarray(values, dtype=np.float32)
+    out = _encode(centres, values, 2)
+    zero = values == 0
+    ext = values.view(np.uint32) != np.uint32(0x80000000)
+    out[zero] = np.where(ext[zero], 1, 0).astype(np.uint64)
+    return out
+
+
+def _sorted_vocab(words: list) -> tuple:
+    """KenLM's trie vocabulary: <unk> is 0, the rest numbered in the order of their hashes."""
+    hashes = np.array([murmur_hash64a(w.encode("utf-8")) for w in words], dtype=np.uint64)
+    is_unk = np.array([w in ("<unk>", "<UNK>") for w in words])
+    if is_unk.sum() != 1:
+        raise InputError("KenLM needs exactly one <unk> in the vocabulary", fix="train with the default vocabulary")
+    others = np.flatnonzero(~is_unk)
+    order = others[np.argsort(hashes[others], kind="stable")]
+    if len(order) > 1 and np.any(np.diff(hashes[order].astype(np.uint64)) == 0):
+        raise InputError("two vocabulary words have the same 64-bit hash", fix="report this model; KenLM cannot hold it")
+    kid = np.empty(len(words), dtype=np.int64)
+    kid[np.flatnonzero(is_unk)] = 0
+    kid[order] = np.arange(1, len(order) + 1)
+    return kid, hashes[order]
+
+
+def trie_bytes(model, opts: BinaryOptions) -> bytes:
+    """The bytes of a KenLM trie binary of ``model`` (an NgramLM or any back-off query object)."""
+    opts.check()
+    g = model_ngrams(model)
+    n = model.order_
+    itos = model.vocab_.itos_
+    uni_ids = g[1]["words"][:, 0]
+    words = [itos[i] for i in uni_ids]
+    c0 = len(words)
+    kid_of_uni, sorted_hashes = _sorted_vocab(words)
+    ours_to_k = np.full(len(itos), -1, dtype=np.int64)
+    ours_to_k[uni_ids] = kid_of_uni
+    counts = [c0] + [len(g[k]["prob"]) for k in range(2, n + 1)]
+    quant = None
+    if opts.prob_bits is not None:
+        quant = (opts.prob_bits, opts.backoff_bits if opts.backoff_bits is not None else opts.prob_bits)
+    vocab_size = 8 + 8 * c0
+    start = header_size(n) + vocab_size
+    L = trie_layout(n, counts, start, quant=quant, array_bits=opts.array_bits)
+    out = bytearray(L.end)
+    # Header (written as the last step of KenLM's build; here all at once).
+    out[0:len(SANITY)] = SANITY
+    out[len(SANITY):len(SANITY) + _FIXED.size] = _FIXED.pack(n, 1.5, opts.model_type, opts.include_vocab, 1)
+    struct.pack_into(f"<{n}Q", out, len(SANITY) + _FIXED.size, *counts)
+    # Vocabulary: the count of hashes (all but <unk>), then the sorted hashes.
+    vo = header_size(n)
+    struct.pack_into("<Q", out, vo, c0 - 1)
+    out[vo + 8:vo + 8 + 8 * (c0 - 1)] = sorted_hashes.astype("<u8").tobytes()
+    # Entries per order, in KenLM's order: sorted by the reversed n-gram (last word first).
+    trie = {}
+    for k in range(1, n + 1):
+        kw = ours_to_k[g[k]["words"]]
+        stored = kw[:, ::-1]
+        if k == 1:
+            perm = np.argsort(kw[:, 0], kind="stable")
+            trie[1] = {"perm": perm, "packed": kw[perm, 0]}
+            continue
+        # Row of the stored prefix (the n-gram's last k-1 words) in order k-1, by the chain of
+        # packed (row, word) keys, each order's sorted.
+        row = stored[:, 0]
+        for j in range(2, k):
+            want = row * c0 + stored[:, j - 1]
+            packed = trie[j]["packed"]
+            pos = np.searchsorted(packed, want)
+            pos_c = np.minimum(pos, len(packed) - 1)
+            bad = (len(packed) == 0) | (packed[pos_c] != want)
+            if np.any(bad):
+                i = int(np.flatnonzero(bad)[0])
+                gram = " ".join(itos[w] for w in g[k]["words"][i])
+                raise InputError(f"the {k}-gram {gram!r} has no {j}-gram suffix in the model; KenLM's trie would "
+                                 "insert a 'blank' n-gram for it, which this writer does not",
+                                 fix="write a model closed under suffixes (unpruned, or pruned with "
+                                     "`ngramlm prune`), or run build_binary on the exported ARPA")
+            row = pos_c
+        raw = row * c0 + stored[:, -1]
+        perm = np.argsort(raw, kind="stable")
+        packed = raw[perm]
+        if len(packed) > 1 and np.any(packed[1:] == packed[:-1]):
+            raise InputError(f"duplicate {k}-grams", fix="the model is damaged")
+        parent = row[perm]
+        pk = trie[k - 1]
+        pk["children_begin"] = np.searchsorted(parent, np.arange(len(pk["packed"]) + 1), side="left")
+        trie[k] = {"perm": perm, "packed": packed}
+    # Quantiser tables.
+    if quant is not None:
+        pb, bb = quant
+        struct.pack_into("<3B", out, L.quant_offset, 2, pb, bb)
+        at = L.quant_offset + 8
+        centres = {}
+        for k in range(2, n):
+            probs = g[k]["prob"]
+            bos = g[k]["backoff"]
+            pc = _make_bins(probs, 1 << pb)
+            bc = np.empty(1 << bb, dtype=np.float32)
+            bc[0] = np.float32(-0.0)
+            bc[1] = np.float32(0.0)
+            bc[2:] = _make_bins(bos[bos != 0], (1 << bb) - 2)
+            centres[k] = (pc, bc)
+            out[at:at + (4 << pb)] = pc.astype("<f4").tobytes()
+            at += 4 << pb
+            out[at:at + (4 << bb)] = bc.astype("<f4").tobytes()
+            at += 4 << bb
+        lc = _make_bins(g[n]["prob"], 1 << pb)
+        centres[n] = (lc, None)
+        out[at:at + (4 << pb)] = lc.astype("<f4").tobytes()
+    # Unigrams: prob, back-off (extension flag), next pointer; c0 + 2 records.
+    uni = np.zeros(c0 + 2, dtype=np.dtype([("prob", "<f4"), ("backoff", "<f4"), ("next", "<u8")]))
+    perm1 = trie[1]["perm"]
+    uni["prob"][:c0] = g[1]["prob"][perm1]
+    uni["backoff"][:c0] = g[1]["backoff"][perm1] if n > 1 else np.float32(-0.0)
+    uni["next"][:c0 + 1] = trie[1]["children_begin"]
+    out[L.unigram_offset:L.unigram_offset + uni.nbytes] = uni.tobytes()
+    wb = L.word_bits
+    for k in range(2, n + 1):
+        top = k == n
+        m = L.longest if top else L.middles[k - 2]
+        perm = trie[k]["perm"]
+        count = len(perm)
+        region = ((1 + count) * m["total_bits"] + 7) // 8 + 8
+        bw = _BitWriter(region)
+        e_bits = np.arange(count, dtype=np.uint64) * np.uint64(m["total_bits"])
+        bw.write(e_bits, trie[k]["packed"] % c0, wb)
+        vbits = e_bits + np.uint64(wb)
+        prob = g[k]["prob"][perm]
+        if quant is None:
+            bw.write(vbits, prob.view(np.uint32).astype(np.uint64) & np.uint64(0x7FFFFFFF), 31)
+            if not top:
+                bw.write(vbits + np.uint64(31), g[k]["backoff"][perm].view(np.uint32).astype(np.uint64), 32)
+        elif top:
+            bw.write(vbits, _encode(centres[k][0], prob, 0), quant[0])
+        else:
+            pc, bc = centres[k]
+            bw.write(vbits, _encode_backoff(bc, g[k]["backoff"][perm]), quant[1])
+            bw.write(vbits + np.uint64(quant[1]), _encode(pc, prob, 0), quant[0])
+        if not top:
+            nxt = trie[k]["children_begin"].astype(np.uint64)  # count + 1 values
+            all_bits = np.arange(count + 1, dtype=np.uint64) * np.uint64(m["total_bits"])
+            inline = m["inline_bits"]
+            nbits = all_bits + np.uint64(m["total_bits"] - inline)
+            if "array_offset" in m:
+                high = (nxt >> np.uint64(inline)).astype(np.int64)
+                table = np.searchsorted(high, np.arange(m["array_count"]), side="left").astype(np.uint64)
+                table[0] = 0
+                out[m["header"]:m["header"] + 2] = bytes([0, opts.array_bits])
+                a = m["array_offset"]
+                out[a:a + 8 * m["array_count"]] = table.astype("<u8").tobytes()
+                bw.write(nbits, nxt & np.uint64((1 << inline) - 1), inline)
+            else:
+                bw.write(nbits, nxt, inline)
+        out[m["base"]:m["base"] + region] = bw.tobytes()
+    if opts.include_vocab:
+        by_kid = [None] * c0
+        for w, k_id in zip(words, kid_of_uni.tolist()):
+            by_kid[k_id] = w
+        out += b"".join(w.encode("utf-8") + b"\0" for w in by_kid)
+    return bytes(out)
+
+
+def write_binary(model, path: os.PathLike | str, opts: Optional[BinaryOptions] = None) -> None:
+    """Write ``model`` as a KenLM binary file at ``path`` (atomically: a temporary file, then rename)."""
+    opts = opts or BinaryOptions()
+    opts.check()
+    if opts.kind == "trie":
+        data = trie_bytes(model, opts)
+    else:
+        data = probing_bytes(model, opts)
+    with atomic_writer(path) as fh:
+        fh.write(data)
+
+
+# ------------------------------------------------------------------------------------- probing
+
+def _probing_insert(n_buckets: int, keys: np.ndarray) -> tuple:
+    """(table keys, bucket of each key) after inserting ``keys`` in order by linear probing."""
+    from . import accel
+
+    table = np.zeros(n_buckets, dtype=np.uint64)
+    keys = np.ascontiguousarray(keys, dtype=np.uint64)
+    if np.any(keys == 0):
+        raise InputError("an n-gram hashes to 0, KenLM's empty-bucket marker", fix="report this model")
+    if accel.fast is not None and hasattr(accel.fast, "probing_insert"):
+        at = accel.fast.probing_insert(table, keys)
+    else:
+        at = np.empty(len(keys), dtype=np.int64)
+        tk = table  # a plain loop: the layout depends on the insertion order, so no vectorising
+        for i, key in enumerate(keys.tolist()):
+            b = key % n_buckets
+            while True:
+                got = int(tk[b])
+                if got == 0:
+                    tk[b] = key
+                    at[i] = b
+                    break
+                if got == key:
+                    at[i] = -1
+                    break
+                b = b + 1 if b + 1 < n_buckets else 0
+    if np.any(at < 0):
+        raise InputError("two n-grams have the same 64-bit probing key", fix="use the trie data structure")
+    return table, at
+
+
+def probing_bytes(model, opts: BinaryOptions) -> bytes:
+    """The bytes of a KenLM probing binary of ``model``: hash tables filled in the order of the
+    ARPA file this toolkit writes, so the layout is the one ``build_binary`` makes from it."""
+    from .kenlm_binary import _LONG, _MID, _UNI, combine_word_hash, probing_buckets, probing_layout
+
+    opts.check()
+    g = model_ngrams(model)
+    n = model.order_
+    if n < 2:
+        raise InputError("KenLM binaries are bigram models or higher", fix="train with --order 2 or more")
+    itos = model.vocab_.itos_
+    uni_ids = g[1]["words"][:, 0]
+    words = [itos[i] for i in uni_ids]
+    c0 = len(words)
+    counts = [c0] + [len(g[k]["prob"]) for k in range(2, n + 1)]
+    mult = float(np.float32(opts.probing_multiplier))
+    parts = probing_layout(n, counts, mult, 0)
+    hs = header_size(n)
+    out = bytearray(hs + parts["end"])
+    out[0:len(SANITY)] = SANITY
+    out[len(SANITY):len(SANITY) + _FIXED.size] = _FIXED.pack(n, mult, 0, opts.include_vocab, 0)
+    struct.pack_into(f"<{n}Q", out, len(SANITY) + _FIXED.size, *counts)
+    # Vocabulary: ids in ARPA order (<unk> is 0 and not in the table), keyed by MurmurHash64A.
+    is_unk = np.array([w in ("<unk>", "<UNK>") for w in words])
+    if is_unk.sum() != 1:
+        raise InputError("KenLM needs exactly one <unk> in the vocabulary", fix="train with the default vocabulary")
+    kid = np.zeros(c0, dtype=np.int64)
+    kid[~is_unk] = np.arange(1, c0)
+    ours_to_k = np.zeros(len(itos), dtype=np.int64)
+    ours_to_k[uni_ids] = kid
+    vb = probing_buckets(c0, mult)
+    hashes = np.array([murmur_hash64a(w.encode("utf-8")) for w, u in zip(words, is_unk) if not u], dtype=np.uint64)
+    vkeys, vat = _probing_insert(vb, hashes)
+    ventries = np.zeros(vb, dtype=np.dtype([("key", "<u8"), ("value", "<u4")]))
+    ventries["key"] = vkeys
+    ventries["value"][vat] = np.arange(1, c0)
+    struct.pack_into("<II", out, hs, 0, c0)
+    out[hs + 8:hs + 8 + ventries.nbytes] = ventries.tobytes()
+    # Sign bits: set on every probability ("does not extend left") except where the n-gram is the
+    # suffix of a longer one; back-off weights carry the extension flag (model_ngrams).
+    SIGN = np.uint32(0x80000000)
+    extends_left = {}
+    for k in range(1, n):
+        extends_left[k] = np.zeros(len(g[k]["prob"]), dtype=bool)
+    keys_of = {}
+    for k in range(1, n + 1):
+        kw = ours_to_k[g[k]["words"]]
+        key = kw[:, -1].astype(np.uint64)
+        for j in range(k - 2, -1, -1):
+            key = combine_word_hash(key, kw[:, j])
+        keys_of[k] = key
+    # The suffix of each k-gram (its last k-1 words) is found by its key among the (k-1)-grams.
+    for k in range(2, n + 1):
+        kw = ours_to_k[g[k]["words"]]
+        suffix_key = kw[:, -1].astype(np.uint64)
+        for j in range(k - 2, 0, -1):
+            suffix_key = combine_word_hash(suffix_key, kw[:, j])
+        lower = keys_of[k - 1]
+        if k == 2:
+            pos_in_lower = np.empty(len(lower), dtype=np.int64)
+            pos_in_lower[kid] = np.arange(len(lower))
+            idx = pos_in_lower[suffix_key.astype(np.int64)]
+        else:
+            order_l = np.argsort(lower)
+            found = np.searchsorted(lower[order_l], suffix_key)
+            found_c = np.minimum(found, len(lower) - 1)
+            if np.any(lower[order_l][found_c] != suffix_key):
+                raise InputError(f"a {k}-gram's suffix is not among the {k - 1}-grams; KenLM would insert a 'blank' "
+                                 "n-gram, which this writer does not", fix="run build_binary on the exported ARPA")
+            idx = order_l[found_c]
+        extends_left[k - 1][idx] = True
+    uni = np.zeros(c0 + 1, dtype=_UNI[0])
+    p1 = g[1]["prob"].view(np.uint32) | SIGN
+    p1 = np.where(extends_left[1], p1 & ~SIGN, p1).astype(np.uint32) if n > 1 else p1
+    uni["prob"][kid] = p1.view(np.float32)
+    uni["backoff"][kid] = g[1]["backoff"]
+    off, _ = parts["unigram"]
+    out[hs + off:hs + off + uni.nbytes] = uni.tobytes()
+    for k in range(2, n + 1):
+        top = k == n
+        o, nb = parts["longest"] if top else parts["middles"][k - 2]
+        tkeys, at = _probing_insert(nb, keys_of[k])
+        dt = _LONG if top else _MID[0]
+        table = np.zeros(nb, dtype=dt)
+        table["key"] = tkeys
+        p = g[k]["prob"].view(np.uint32) | SIGN
+        if not top:
+            p = np.where(extends_left[k], p & ~SIGN, p).astype(np.uint32)
+            table["backoff"][at] = g[k]["backoff"]
+        table["prob"][at] = p.view(np.float32)
+        out[hs + o:hs + o + table.nbytes] = table.tobytes()
+    if opts.include_vocab:
+        by_kid = [None] * c0
+        for w, k_id in zip(words, kid.tolist()):
+            by_kid[k_id] = w
+        out += b"".join(w.encode("utf-8") + b"\0" for w in by_kid)
+    return bytes(out)

@@ -1,0 +1,275 @@
+"""KenLM binary files: read (probing and the four trie variants) and written (``ngramlm build-binary``).
+
+References: the ``kenlm`` module (kenlm-ex, in the test extras) loading the same file, and the
+ARPA file the binary was made from.  Toy models here run anywhere; the files ``build_binary``
+itself wrote are in tests/data (see its README), and PTB parity is in test_kenlm_binary_ptb.
+"""
+from __future__ import annotations
+
+import json
+import math
+import struct
+
+import numpy as np
+import pytest
+
+from corpora.errors import InputError
+from ngramlm import Model
+from ngramlm.kenlm_binary import (MAGIC, BinaryFile, looks_like_kenlm_binary, read_header, read_trie_tables,
+                                  required_bits)
+from ngramlm.kenlm_write import BinaryOptions, _encode, _make_bins, murmur_hash64a, write_binary
+from ngramlm.loading import load_any
+
+VARIANTS = {
+    "probing": BinaryOptions(kind="probing"),
+    "trie": BinaryOptions(),
+    "trie-q8-b8": BinaryOptions(prob_bits=8, backoff_bits=8),
+    "trie-a22": BinaryOptions(array_bits=22),
+    "trie-q8-b8-a22": BinaryOptions(prob_bits=8, backoff_bits=8, array_bits=22),
+    "trie-q5-b3-a255": BinaryOptions(prob_bits=5, backoff_bits=3, array_bits=255),
+}
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    """A 4-gram MKN model of the toy language, its ARPA file, every binary variant, test lines."""
+    from corpora import load_corpus, prepare
+    from corpora.toy import ToyConfig
+    from ngramlm import NgramLM
+    from ngramlm.arpa import write_arpa
+
+    ds = prepare(load_corpus("toy", toy_config=ToyConfig(n_train_tokens=40_000, n_valid_tokens=2000,
+                                                          n_test_tokens=3000)))
+    lm = NgramLM(order=4, smoothing="mkn").fit(ds["train"], vocab=ds.vocab)
+    d = tmp_path_factory.mktemp("kbin")
+    arpa = d / "toy4.arpa"
+    write_arpa(lm, arpa)
+    files = {}
+    for name, opts in VARIANTS.items():
+        files[name] = d / f"toy4.{name}.bin"
+        write_binary(lm, files[name], opts)
+    lines = [" ".join(s) for s in ds.corpus.sentences("test")][:150]
+    lines += ["zzqx unknownword " + lines[0], "<unk> <unk>", "", lines[1] + " zzqx " + lines[2]]
+    return {"lm": lm, "arpa": arpa, "files": files, "lines": lines, "dir": d}
+
+
+def _scores(model, lines):
+    out = []
+    for line in lines:
+        out.extend(model.full_scores(line))
+    lp = np.array([x[0] for x in out])
+    n = np.array([x[1] for x in out])
+    oov = np.array([x[2] for x in out])
+    return lp, n, oov
+
+
+# ---------------------------------------------------------------------------------------- format
+
+def test_murmur_hash64a_basics():
+    # The empty string hashes to 0 with seed 0 (no block, no tail: h = 0 throughout).  That KenLM
+    # agrees on real words is tested by the kenlm module finding every word of a trie written here.
+    assert murmur_hash64a(b"") == 0
+    h = murmur_hash64a(b"<unk>")
+    assert h == murmur_hash64a(b"<unk>") and h != murmur_hash64a(b"<UNK>")
+    # Every byte matters, and the tail bytes after the last 8-byte block too.
+    assert len({murmur_hash64a(bytes([c]) * n) for c in range(3) for n in range(1, 17)}) == 48
+
+
+def test_required_bits_is_kenlms():
+    assert [required_bits(v) for v in (0, 1, 2, 3, 4, 255, 256)] == [0, 1, 2, 2, 3, 8, 9]
+
+
+def test_header_is_read_and_checked(toy):
+    for name, path in toy["files"].items():
+        assert looks_like_kenlm_binary(path)
+        h = read_header(path)
+        assert h.order == 4 and h.has_vocabulary
+        assert h.kind == ("probing" if name == "probing" else "trie")
+        assert h.model_type == VARIANTS[name].model_type
+        assert h.counts == [len(toy["lm"].vocab_) - 1] + [len(k) for k in toy["lm"].keys_[1:]]
+    assert not looks_like_kenlm_binary(toy["arpa"])
+
+
+# ---------------------------------------------------------------------------------------- reading
+
+@pytest.mark.parametrize("name", ["trie", "trie-a22"])
+def test_unquantised_trie_decodes_to_the_arpa_values(toy, name):
+    """Every n-gram comes back with its ARPA probability and back-off as float32."""
+    arpa = load_any(toy["arpa"])
+    binary = read_trie_tables(toy["files"][name])
+    assert binary.order == arpa.order_
+    for k in range(1, arpa.order_ + 1):
+        # The vocabularies are numbered differently (KenLM's trie sorts words by hash), so compare
+        # each order's values as sorted lists: the same numbers, exactly, as float32.
+        assert len(binary.keys[k - 1]) == len(arpa.keys_[k - 1])
+        want = np.sort(np.asarray(arpa.log10_prob_[k - 1], dtype=np.float32))
+        got = np.sort(np.asarray(binary.log10_prob[k - 1], dtype=np.float32))
+        if k == 1:  # <s>: -99 in the file, -inf in both models' tables
+            want, got = want[np.isfinite(want)], got[np.isfinite(got)]
+        np.testing.assert_array_equal(got, want)
+        if k < arpa.order_:
+            np.testing.assert_array_equal(np.sort(np.asarray(binary.log10_backoff[k - 1], dtype=np.float32)),
+                                          np.sort(np.asarray(arpa.log10_backoff_[k - 1], dtype=np.float32)))
+    a = Model(toy["arpa"])
+    b = Model(toy["files"][name])
+    lp_a, n_a, o_a = _scores(a, toy["lines"])
+    lp_b, n_b, o_b = _scores(b, toy["lines"])
+    np.testing.assert_allclose(lp_b, lp_a, atol=2e-6)  # float32 storage of 7-digit values
+    assert (n_a == n_b).all() and (o_a == o_b).all()
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_every_variant_scores_as_the_kenlm_module_does(toy, name):
+    kenlm = pytest.importorskip("kenlm", reason="the kenlm module (pip install kenlm-ex) is the reference")
+    path = str(toy["files"][name])
+    ours, ref = Model(path), kenlm.Model(path)
+    lp_a, n_a, o_a = _scores(ours, toy["lines"])
+    lp_b, n_b, o_b = _scores(ref, toy["lines"])
+    np.testing.assert_allclose(lp_a, lp_b, atol=1e-6)  # kenlm sums its float32 values in float32
+    assert (n_a == n_b).all() and (o_a == o_b).all()
+    # KenLM finds words by their MurmurHash64A: every word of the file's vocabulary is found.
+    assert all(w in ref for w in ours.lm.vocab_.itos_[4:])
+    # The state API, word by word.
+    from ngramlm import State
+
+    a_in, a_out, k_in, k_out = State(), State(), kenlm.State(), kenlm.State()
+    for line in toy["lines"][:40]:
+        ours.BeginSentenceWrite(a_in)
+        ref.BeginSentenceWrite(k_in)
+        for w in line.split() + ["</s>"]:
+            x = ours.BaseScore(a_in, w, a_out)
+            y = ref.BaseScore(k_in, w, k_out)
+            assert x == pytest.approx(y, abs=1e-6), (line, w)
+            a_in, a_out = a_out, a_in
+            k_in, k_out = k_out, k_in
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_vectorised_scoring_equals_the_state_api(toy, name):
+    """`ngramlm ppl` (token_scores over the whole text) and Model.full_scores agree per token."""
+    lm = load_any(toy["files"][name])
+    enc, oov = lm.encode([line.split() for line in toy["lines"]])
+    s = lm.token_scores(enc, oov=oov)
+    lp, n, _ = _scores(Model(toy["files"][name]), toy["lines"])
+    np.testing.assert_allclose(s.log10_prob, lp, atol=1e-9)
+    assert (s.ngram_length == n).all()
+
+
+@pytest.mark.parametrize("name", ["probing", "trie-q8-b8-a22"])
+def test_next_word_distribution_sums_to_one(toy, name):
+    lm = load_any(toy["files"][name])
+    words = toy["lines"][0].split()
+    for ctx in ([], ["<s>"], ["<s>"] + words[:2], words[:3]):
+        p = lm.next_probs(ctx)
+        # float32 values, quantised ones too: the back-off weights renormalise what the file holds
+        # only up to the bins' rounding.
+        assert p.sum() == pytest.approx(1.0, abs=0.02 if "q" in name else 1e-4), ctx
+
+
+def test_quantised_values_are_bin_centres(toy):
+    binary = read_trie_tables(toy["files"]["trie-q5-b3-a255"])
+    for k in range(2, binary.order + 1):
+        assert len(np.unique(binary.log10_prob[k - 1])) <= 2 ** 5
+        if k < binary.order:
+            assert len(np.unique(binary.log10_backoff[k - 1])) <= 2 ** 3
+    # Unigrams are never quantised.
+    arpa = load_any(toy["arpa"])
+    assert len(np.unique(binary.log10_prob[0])) > 2 ** 5
+    assert np.isfinite(arpa.log10_prob_[0][3:]).sum() == np.isfinite(binary.log10_prob[0][3:]).sum()
+
+
+def test_quantiser_bins_and_encoding_by_hand():
+    # 8 values into 4 bins of 2: the centres are the pair means; each value encodes to its pair.
+    v = np.array([-4, -3.5, -3, -2.5, -2, -1.5, -1, -0.5], dtype=np.float32)
+    c = _make_bins(v, 4)
+    assert c.tolist() == [-3.75, -2.75, -1.75, -0.75]
+    assert _encode(c, v, 0).tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
+    # Below the first centre, above the last, and the midpoint (ties go up, as KenLM's `<`).
+    assert _encode(c, np.array([-9, 0, -3.25], dtype=np.float32), 0).tolist() == [0, 3, 1]
+    # More bins than values: the empty buckets repeat the centre before them (-inf first).
+    c2 = _make_bins(np.array([-1.0], dtype=np.float32), 3)
+    assert c2[0] == -np.inf and c2[1] == -np.inf and c2[2] == -1.0
+
+
+def test_export_arpa_from_a_trie_round_trips(toy, tmp_path, run_cli):
+    out = tmp_path / "back.arpa"
+    code, so, se = run_cli("export-arpa", str(toy["files"]["trie"]), str(out))
+    assert code == 0, se
+    a, b = Model(toy["arpa"]), Model(out)
+    lp_a, n_a, _ = _scores(a, toy["lines"])
+    lp_b, n_b, _ = _scores(b, toy["lines"])
+    np.testing.assert_allclose(lp_b, lp_a, atol=2e-6)
+    assert (n_a == n_b).all()
+
+
+def test_probing_refuses_export_with_the_reason(toy, tmp_path, run_cli):
+    code, so, se = run_cli("export-arpa", str(toy["files"]["probing"]), str(tmp_path / "x.arpa"))
+    assert code != 0
+    assert "hashes" in se and "trie" in se and str(toy["files"]["probing"]) in se
+    assert not (tmp_path / "x.arpa").exists()
+
+
+# ---------------------------------------------------------------------------------------- errors
+
+def test_truncated_and_unfinished_files_give_clear_errors(toy, tmp_path):
+    data = toy["files"]["trie-q8-b8-a22"].read_bytes()
+    cut = tmp_path / "cut.bin"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputError, match="truncated") as e:
+        Model(cut)
+    assert str(cut) in str(e.value)
+    unfinished = tmp_path / "unfinished.bin"
+    unfinished.write_bytes(b"mmap lm http://kheafield.com/code incomplete\n" + data[100:])
+    with pytest.raises(InputError, match="did not finish building"):
+        load_any(unfinished)
+    old = tmp_path / "v4.bin"
+    old.write_bytes(data.replace(MAGIC, MAGIC.replace(b"version 5", b"version 4"), 1))
+    with pytest.raises(InputError, match="version 4"):
+        load_any(old)
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(data[:56] + struct.pack("<f", 1.5) + data[60:])
+    with pytest.raises(InputError, match="test values"):
+        load_any(bad)
+
+
+def test_build_binary_cli_options_and_errors(toy, tmp_path, run_cli):
+    out = tmp_path / "m.bin"
+    code, so, se = run_cli("build-binary", "trie", "-q", "8", "-a", "22", str(toy["arpa"]), str(out), "--json")
+    assert code == 0, se
+    assert read_header(out).model_type == 5
+    assert (out.read_bytes() == toy["files"]["trie-q8-b8-a22"].read_bytes())  # -b defaults to -q
+    code, so, se = run_cli("build-binary", str(toy["arpa"]), str(tmp_path / "p.bin"))
+    assert code == 0 and read_header(tmp_path / "p.bin").kind == "probing"  # build_binary's default
+    for args, msg in ((["trie", "-b", "4"], "needs -q"), (["probing", "-q", "8"], "only in the trie"),
+                      (["probing", "-p", "1.0"], "must be > 1.0"), (["quux"], "takes [probing|trie]")):
+        code, so, se = run_cli("build-binary", *args, str(toy["arpa"]), str(tmp_path / "e.bin"))
+        assert code != 0 and msg in se, (args, se)
+        assert not (tmp_path / "e.bin").exists()
+
+
+def test_a_trie_converts_to_probing(toy, tmp_path, run_cli):
+    p = tmp_path / "from-trie.probing.bin"
+    code, so, se = run_cli("build-binary", "probing", str(toy["files"]["trie"]), str(p))
+    assert code == 0, se
+    assert p.read_bytes() != b""
+    a, b = Model(toy["files"]["trie"]), Model(p)
+    assert _scores(a, toy["lines"])[0] == pytest.approx(_scores(b, toy["lines"])[0], abs=1e-6)
+
+
+def test_ppl_on_a_binary_matches_the_arpa(toy, run_cli):
+    text = toy["dir"] / "test.txt"
+    text.write_text("\n".join(toy["lines"][:150]) + "\n")
+    got = {}
+    for name in ("arpa", "probing", "trie"):
+        path = toy["arpa"] if name == "arpa" else toy["files"][name]
+        code, so, se = run_cli("ppl", str(path), str(text), "--json")
+        assert code == 0, se
+        got[name] = json.loads(so)["ppl"]
+    assert got["probing"] == pytest.approx(got["arpa"], rel=1e-5)
+    assert got["trie"] == pytest.approx(got["arpa"], rel=1e-5)
+    assert math.isfinite(got["arpa"])
+
+
+def test_binary_file_keeps_file_mapped_not_read(toy):
+    with BinaryFile(toy["files"]["probing"]) as bf:
+        assert isinstance(bf.buf, memoryview) and bf.header.kind == "probing"
