@@ -18,6 +18,9 @@ from libc.stdint cimport int64_t, uint64_t, int32_t, uint32_t, uint16_t, uint8_t
 from libc.math cimport isfinite
 from libc.stdio cimport snprintf
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
+from cpython.dict cimport PyDict_GetItem
+from cpython.long cimport PyLong_AsLongLong
+from cpython.ref cimport PyObject
 
 import numpy as np
 
@@ -841,6 +844,7 @@ cdef class Tables:
     cdef const uint32_t* hrows[MAX_ORDER]
     cdef uint64_t hsize[MAX_ORDER]
     cdef object stoi_get
+    cdef dict stoi
     cdef int64_t unk
     cdef int64_t sizes[MAX_ORDER]  # rows per order
 
@@ -856,6 +860,7 @@ cdef class Tables:
         self.hashes = [None]
         self.arrays = []
         self.stoi_get = stoi.get
+        self.stoi = stoi
         self.unk = unk_id
         for k in range(self.n):
             p = np.ascontiguousarray(log10_prob[k], dtype=np.float64)
@@ -893,6 +898,13 @@ cdef class Tables:
             for i in range(n):
                 out[i] = self._find(k, queries[i]) if queries[i] >= 0 else -1
         return out_a
+
+    cdef inline int64_t _wid(self, object word) except? -1:
+        # The dict lookup without a Python-level call of dict.get: the state API's hottest line.
+        cdef PyObject* v = PyDict_GetItem(self.stoi, word)
+        if v == NULL:
+            return self.unk
+        return PyLong_AsLongLong(<object>v)
 
     cdef inline int64_t _find(self, int L, int64_t key) noexcept nogil:
         return _hfind(self.hkeys[L - 1], self.hrows[L - 1], self.hsize[L - 1], key)
@@ -967,13 +979,13 @@ cdef class Tables:
     def base_score(self, State in_state, word, State out_state):
         cdef int m
         self._check(in_state)
-        return self._score(in_state, self.stoi_get(word, self.unk), out_state, &m)
+        return self._score(in_state, self._wid(word), out_state, &m)
 
     def base_full_score(self, State in_state, word, State out_state):
         """(log10 p, matched n-gram length, word id)."""
         cdef int m
         self._check(in_state)
-        cdef int64_t wid = self.stoi_get(word, self.unk)
+        cdef int64_t wid = self._wid(word)
         cdef double lp = self._score(in_state, wid, out_state, &m)
         return lp, m, wid
 
@@ -991,7 +1003,7 @@ cdef class Tables:
             a.length = 1
             a.hist = 1
         for w in words:
-            wid = self.stoi_get(w, self.unk)
+            wid = self._wid(w)
             lp = self._score(a, wid, b, &m)
             total += lp
             if full:

@@ -1,0 +1,153 @@
+"""KenLM binary files: ngramlm against KenLM (``build_binary``, the ``kenlm`` module) on the same files.
+
+    python benchmarks/bench_kenlm_binary.py [--arpa FILE] [--text FILE] [--kenlm-bin DIR] [--out FILE.json]
+
+Without --arpa it builds the PTB MKN 5-gram (NGRAMLM_DATA_DIR or ../shared/corpora).  It prints:
+
+* writing: ``build_binary`` (KenLM built from source; --kenlm-bin or PATH) and ``ngramlm
+  build-binary`` on the same ARPA, wall seconds, and whether the two files are byte-identical;
+* loading + scoring the test text, each in a fresh process so peak RSS is the file's own: the kenlm
+  module (its ``score`` per sentence) and ngramlm (``load_any`` + ``token_scores``, what ``ngramlm ppl``
+  runs), wall and peak RSS, and the largest per-token difference;
+* the ``BaseScore`` loop a beam-search decoder runs, microseconds per call, ours / kenlm.
+
+Without build_binary the binaries are written by ngramlm alone and the comparison rows say so.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+DATA_DIR = os.environ.get("NGRAMLM_DATA_DIR", str(ROOT.parent / "shared" / "corpora"))
+
+VARIANTS = [("probing", []), ("trie", []), ("trie", ["-q", "8", "-b", "8", "-a", "22"])]
+
+_LOAD_SCORE = r"""
+import json, resource, sys, time
+sys.path.insert(0, {root!r})
+which, path, text = sys.argv[1:4]
+lines = [l.strip() for l in open(text, encoding="utf-8")]
+t0 = time.perf_counter()
+if which == "kenlm":
+    import kenlm
+    m = kenlm.Model(path)
+    t1 = time.perf_counter()
+    total = sum(m.score(l) for l in lines)
+else:
+    from ngramlm.loading import load_any
+    lm = load_any(path)
+    t1 = time.perf_counter()
+    enc, oov = lm.encode([l.split() for l in lines])
+    total = float(lm.token_scores(enc, oov=oov).log10_prob.sum())
+t2 = time.perf_counter()
+print(json.dumps({{"load": t1 - t0, "score": t2 - t1, "total": total,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
+
+
+def _fresh(which: str, path: str, text: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", _LOAD_SCORE.format(root=str(ROOT)), which, path, text],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _base_score_loop(model, state_cls, words) -> float:
+    a, b = state_cls(), state_cls()
+    model.BeginSentenceWrite(a)
+    t = time.perf_counter()
+    for w in words:
+        model.BaseScore(a, w, b)
+        a, b = b, a
+    return (time.perf_counter() - t) / len(words) * 1e6
+
+
+@click.command()
+@click.option("--arpa", type=click.Path(exists=True, dir_okay=False), default=None)
+@click.option("--text", type=click.Path(exists=True, dir_okay=False), default=None)
+@click.option("--kenlm-bin", type=click.Path(file_okay=False), default=None,
+              help="Folder with KenLM's build_binary (default: PATH).")
+@click.option("--loop-words", type=int, default=200_000, show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the numbers as JSON.")
+def main(arpa, text, kenlm_bin, loop_words, out):
+    import numpy as np
+
+    import kenlm
+    from ngramlm import Model, State
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-kbin-"))
+    if arpa is None:
+        from corpora import load_corpus, prepare
+        from ngramlm import NgramLM
+        from ngramlm.arpa import write_arpa
+
+        ds = prepare(load_corpus("ptb", data_dir=DATA_DIR))
+        arpa = str(tmp / "ptb5.arpa")
+        write_arpa(NgramLM(order=5, smoothing="mkn").fit(ds["train"], vocab=ds.vocab), arpa)
+        text = text or str(Path(DATA_DIR) / "ptb" / "ptb.test.txt")
+    bb = shutil.which("build_binary", path=kenlm_bin) if kenlm_bin else shutil.which("build_binary")
+    results = {"arpa": os.path.basename(arpa), "build_binary": bool(bb), "rows": []}
+    click.echo(f"ARPA {arpa}; text {text}; build_binary: {bb or 'not found (ngramlm-written files only)'}")
+    words = " ".join(ln.strip() for ln in open(text, encoding="utf-8")).split()[:loop_words]
+    lines = [ln.strip() for ln in open(text, encoding="utf-8")]
+    for kind, flags in VARIANTS:
+        name = kind + ("".join(flags).replace("-", "_") if flags else "")
+        ours_path, ref_path = tmp / f"{name}.ours.bin", tmp / f"{name}.kenlm.bin"
+        t = time.perf_counter()
+        subprocess.run([sys.executable, str(ROOT / "cli.py"), "build-binary", kind, *flags, arpa, str(ours_path)],
+                       check=True, capture_output=True)
+        w_ours = time.perf_counter() - t
+        row = {"file": f"{kind} {' '.join(flags)}".strip(), "write_ours_s": w_ours,
+               "bytes_ours": ours_path.stat().st_size}
+        if bb:
+            t = time.perf_counter()
+            subprocess.run([bb, *flags, kind, arpa, str(ref_path)], check=True, capture_output=True)
+            row["write_kenlm_s"] = time.perf_counter() - t
+            row["bytes_kenlm"] = ref_path.stat().st_size
+            row["byte_identical"] = ours_path.read_bytes() == ref_path.read_bytes()
+        else:
+            ref_path = ours_path
+        a = _fresh("ngramlm", str(ref_path), text)
+        b = _fresh("kenlm", str(ref_path), text)
+        row.update({"load_score_ours_s": a["load"] + a["score"], "load_score_kenlm_s": b["load"] + b["score"],
+                    "rss_ours_mb": a["rss_mb"], "rss_kenlm_mb": b["rss_mb"],
+                    "log10_total_ours": a["total"], "log10_total_kenlm": b["total"]})
+        ours_m, ref_m = Model(str(ref_path)), kenlm.Model(str(ref_path))
+        diff = 0.0
+        for ln in lines[:2000]:
+            x = np.array([s[0] for s in ours_m.full_scores(ln)])
+            y = np.array([s[0] for s in ref_m.full_scores(ln)])
+            diff = max(diff, float(np.abs(x - y).max()))
+        row["max_token_diff"] = diff
+        row["base_score_us_ours"] = _base_score_loop(ours_m, State, words)
+        row["base_score_us_kenlm"] = _base_score_loop(ref_m, kenlm.State, words)
+        results["rows"].append(row)
+        click.echo(f"\n{row['file']}:")
+        if bb:
+            click.echo(f"  write   ours {w_ours:6.2f} s  build_binary {row['write_kenlm_s']:6.2f} s  "
+                       f"ratio {w_ours / row['write_kenlm_s']:.2f}  byte-identical: {row['byte_identical']}"
+                       f"  ({row['bytes_ours']:,} / {row['bytes_kenlm']:,} bytes)")
+        else:
+            click.echo(f"  write   ours {w_ours:6.2f} s  ({row['bytes_ours']:,} bytes)")
+        click.echo(f"  load+score  ours {row['load_score_ours_s']:6.2f} s  kenlm {row['load_score_kenlm_s']:6.2f} s  "
+                   f"ratio {row['load_score_ours_s'] / row['load_score_kenlm_s']:.2f}")
+        click.echo(f"  peak RSS    ours {a['rss_mb']:6.1f} MB kenlm {b['rss_mb']:6.1f} MB ratio {a['rss_mb'] / b['rss_mb']:.2f}")
+        click.echo(f"  log10 total ours {a['total']:.4f} kenlm {b['total']:.4f}; max per-token difference {diff:.2e}")
+        click.echo(f"  BaseScore   ours {row['base_score_us_ours']:.3f} us  kenlm {row['base_score_us_kenlm']:.3f} us  "
+                   f"ratio {row['base_score_us_ours'] / row['base_score_us_kenlm']:.2f}")
+    if out:
+        Path(out).write_text(json.dumps(results, indent=2))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
