@@ -125,6 +125,10 @@ def other_kind(path: str):
 @click.option("--estimation", type=click.Choice(["auto", "memory", "disk"]), default=None,
               help="Streaming build: where mkn/kn estimation runs.  auto (default): out of core, in chunks through "
                    "--temp-dir, when the merged counts would not fit --memory; disk: always; memory: never.")
+@click.option("--compat", type=click.Choice(["kenlm"]), default=None,
+              help="mkn/kn: reproduce lmplz's conventions bit for bit (its uniform floor counts its own <unk>; the "
+                   "last n-grams enter the discount statistics at raw count; float32 discounts).  Default: the "
+                   "textbook estimate (docs/kenlm.md).")
 @data_dir_option
 @json_option
 @click.option("--model", "model_type", default="ngram", show_default=True,
@@ -133,7 +137,8 @@ def other_kind(path: str):
 @_tokenizer_options
 def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discount_fallback, alpha, lambdas, tune_on,
               prune_spec, prune_entropy, min_count, unk_min_count, limit_vocab_path, max_size, vocab_path, split,
-              memory, temp_dir, dask_address, estimation, data_dir, as_json, model_type, tokenizer, lower, normalize):
+              memory, temp_dir, dask_address, estimation, compat, data_dir, as_json, model_type, tokenizer, lower,
+              normalize):
     """Train an n-gram model on TEXT: a file, '-' for stdin, or a corpus name (toy, ptb, ...).
 
     Without TEXT, text piped on stdin is read (as lmplz does); with nothing piped it is an error.
@@ -147,6 +152,10 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
         raise click.UsageError(f"-o/--output is the model file, and '{output}' looks like an n-gram order: "
                                f"did you mean --order {output}?  (e.g. ngramlm train corpus.txt --order {output} "
                                "-o lm.arpa)")
+    if compat is not None and streamed:
+        raise click.UsageError("--compat kenlm depends on the order words first appear in the text, which the "
+                               "streaming build does not keep: train one text in memory (drop --memory, --temp-dir, "
+                               "--dask, --estimation disk)")
     if as_json and output == "-":
         raise click.UsageError("--json and -o - would both write to stdout: write the model to a file")
     if order_n is not None:
@@ -197,7 +206,7 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
 
     lm = NgramLM(order=order, smoothing=smoothing, k=add_k, discount=discount,
                  discount_fallback=(0.5, 1.0, 1.5) if discount_fallback else None, alpha=alpha, lambdas=lam,
-                 prune=prune, prune_entropy=prune_entropy)
+                 prune=prune, prune_entropy=prune_entropy, compat=compat)
     smoother = lm._make_smoother()  # validates the name before any work
     if limit_words is not None and smoother.name not in backoff_smoothers():
         raise InputError(f"--limit-vocab renormalises back-off weights, and {smoother.name} does not make a back-off "

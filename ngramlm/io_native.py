@@ -40,7 +40,7 @@ _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
 # The estimator's parameters a native file records (NgramLM's keyword arguments), so that loading
 # gives back a model that refits as it was fitted.
 INIT_PARAMS = ("order", "smoothing", "k", "discount", "discount_fallback", "alpha", "lambdas", "prune",
-               "prune_entropy")
+               "prune_entropy", "compat")
 
 
 def save_native(model, path: os.PathLike | str) -> None:

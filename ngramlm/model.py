@@ -45,6 +45,7 @@ class NgramLM(Scorer):
         lambdas: Optional[Sequence[float]] = None,
         prune: Optional[Sequence[int]] = None,
         prune_entropy: Optional[float] = None,
+        compat: Optional[str] = None,
     ) -> None:
         self.order = order
         self.smoothing = smoothing
@@ -55,6 +56,7 @@ class NgramLM(Scorer):
         self.lambdas = lambdas
         self.prune = prune  # count cut-offs per order (n-grams with count <= cut-off go)
         self.prune_entropy = prune_entropy  # Stolcke threshold on relative perplexity increase
+        self.compat = compat  # "kenlm": lmplz's conventions bit for bit (ngramlm.kenlm_compat)
 
     # ------------------------------------------------------------------ fitting
     def _make_smoother(self) -> Smoother:
@@ -66,8 +68,15 @@ class NgramLM(Scorer):
                              "(an ARPA file of KenLM or SRILM), so it cannot be re-estimated as it was",
                              fix=f"train a new one: NgramLM(order={self.order}, smoothing='mkn').fit(...) "
                                  f"(or `ngramlm train TEXT --order {self.order} --smoothing mkn`)")
-        return make_smoother(self.smoothing, k=self.k, discount=self.discount,
-                             discount_fallback=self.discount_fallback, alpha=self.alpha, lambdas=self.lambdas)
+        smoother = make_smoother(self.smoothing, k=self.k, discount=self.discount,
+                                 discount_fallback=self.discount_fallback, alpha=self.alpha, lambdas=self.lambdas)
+        if self.compat is not None:
+            if self.compat != "kenlm":
+                raise InputError(f"unknown compat {self.compat!r}", fix="use compat='kenlm' (or none)")
+            if smoother.name not in ("mkn", "kn"):
+                raise InputError(f"compat='kenlm' reproduces lmplz's Kneser-Ney; {smoother.name} is not estimated "
+                                 "by lmplz", fix="train with smoothing mkn (or kn), or drop the compat option")
+        return smoother
 
     def fit(self, train: EncodedText, *, vocab: Vocab, counts: Optional[NgramCounts] = None,
             heldout: Optional[EncodedText] = None) -> "NgramLM":
@@ -86,10 +95,20 @@ class NgramLM(Scorer):
             from .tuning import tune_jelinek_mercer
 
             smoother.lambdas = tune_jelinek_mercer(counts, vocab, heldout)
+        if self.compat is not None:
+            self._apply_compat(smoother, train, counts)
         return self.fit_counts(counts, vocab=vocab, smoother=smoother)
 
+    def _apply_compat(self, smoother: Smoother, train: Optional[EncodedText], counts: NgramCounts) -> None:
+        from .kenlm_compat import lmplz_adjustments
+
+        smoother.lmplz_ = lmplz_adjustments(train, counts)
+
     def fit_counts(self, counts: NgramCounts, *, vocab: Vocab, smoother: Optional[Smoother] = None) -> "NgramLM":
-        smoother = smoother or self._make_smoother()
+        if smoother is None:
+            smoother = self._make_smoother()
+            if self.compat is not None:
+                self._apply_compat(smoother, None, counts)  # refuses: it needs the text
         self._set_tables(estimate_tables(counts, vocab=vocab, smoother=smoother))
         if self.prune is not None or self.prune_entropy is not None:
             self._prune(counts)

@@ -204,9 +204,16 @@ class ModifiedKneserNey(Smoother):
         self.discount_fallback = discount_fallback
         self.discounts = discounts  # explicit per-order discounts (list of [D1, D2, D3+])
 
-    def compute_discounts(self, adj: list) -> list:
-        return self.discounts_from_counts_of_counts(
-            [None if self.discounts is not None else count_of_counts(a[a > 0], 4) for a in adj])
+    def compute_discounts(self, adj: list, counts: Optional[NgramCounts] = None) -> list:
+        ncs = [None if self.discounts is not None else count_of_counts(a[a > 0], 4) for a in adj]
+        lmplz = getattr(self, "lmplz_", None)
+        if lmplz is not None and self.discounts is None:
+            # --compat kenlm: lmplz records the suffixes of its last n-gram at their raw counts.
+            from .kenlm_compat import apply_to_count_of_counts
+
+            for k, row in enumerate(lmplz["raw_count_rows"][: len(adj) - 1], start=1):
+                ncs[k - 1] = apply_to_count_of_counts(ncs[k - 1], adj[k - 1], counts.tables[k - 1].count, row)
+        return self.discounts_from_counts_of_counts(ncs)
 
     def discounts_from_counts_of_counts(self, ncs: list) -> list:
         """Per order, the discounts from the count-of-counts n_0..n_4 of its positive adjusted counts
@@ -232,10 +239,17 @@ class ModifiedKneserNey(Smoother):
                 raise _discount_error(
                     "Kneser-Ney", k,
                     f"no {k}-grams with adjusted count {j} (count-of-counts n1..n4 = {nc[1:5].tolist()})")
-        y = nc[1] / (nc[1] + 2.0 * nc[2])
-        if self.n_discounts == 1:
-            return [y]
-        ds = [j - (j + 1) * y * nc[j + 1] / nc[j] for j in (1, 2, 3)]
+        if getattr(self, "lmplz_", None) is not None:
+            from .kenlm_compat import float32_discounts
+
+            ds = float32_discounts(nc, self.n_discounts)  # lmplz's arithmetic
+            if self.n_discounts == 1:
+                return ds
+        else:
+            y = nc[1] / (nc[1] + 2.0 * nc[2])
+            if self.n_discounts == 1:
+                return [y]
+            ds = [j - (j + 1) * y * nc[j + 1] / nc[j] for j in (1, 2, 3)]
         for j, d in enumerate(ds, start=1):
             if not 0.0 <= d <= j:
                 raise _discount_error("Kneser-Ney", k, f"discount D{j} = {d:.4f} is outside [0, {j}]")
@@ -243,7 +257,10 @@ class ModifiedKneserNey(Smoother):
 
     def estimate(self, counts: NgramCounts, n_types: int) -> BackoffTables:
         adj = adjusted_counts(counts)
-        discounts = self.compute_discounts(adj)
+        discounts = self.compute_discounts(adj, counts)
+        lmplz = getattr(self, "lmplz_", None)
+        if lmplz is not None:
+            n_types += lmplz["extra_types"]  # lmplz's uniform floor also counts its own <unk>
         alphas, gammas = [], []
         for k in range(1, counts.order + 1):
             a = adj[k - 1]
@@ -259,7 +276,11 @@ class ModifiedKneserNey(Smoother):
             adj[k - 1] = None
         gammas[0] = gammas[0][0]
         lp, lb = _interpolate(counts, alphas, gammas, n_types)
-        return BackoffTables(lp, lb, info={"discounts": [list(map(float, d)) for d in discounts]})
+        info = {"discounts": [list(map(float, d)) for d in discounts]}
+        if lmplz is not None:
+            info["compat"] = {"kenlm": {"uniform_types": n_types,
+                                        "raw_count_rows": lmplz["raw_count_rows"]}}
+        return BackoffTables(lp, lb, info=info)
 
 
 class KneserNey(ModifiedKneserNey):

@@ -122,3 +122,17 @@ def test_ngram_path_never_imports_torch(shared_corpora, tmp_path):
                          env={"NGRAMLM_DATA_DIR": str(shared_corpora), "PATH": "/usr/bin:/bin"})
     assert "no-torch-ok" in out.stdout, out.stderr
     assert "Perplexity including OOVs" in out.stdout
+
+
+@pytest.mark.parametrize("order", [3, 5])
+def test_compat_kenlm_matches_lmplz_to_1e7(ptb, order):
+    """--compat kenlm: lmplz's perplexities to <= 1e-7 relative (the default is ~1e-6 away)."""
+    lm = NgramLM(order=order, smoothing="mkn", compat="kenlm").fit(ptb["train"], vocab=ptb.vocab)
+    valid, test = KENLM_PPL[order]
+    # The references are printed to 6 decimals: 5e-7 / 141 is 4e-9 of rounding.
+    assert abs(lm.perplexity_report(ptb["valid"]).ppl / valid - 1) <= 1e-7
+    assert abs(lm.perplexity_report(ptb["test"]).ppl / test - 1) <= 1e-7
+    default = NgramLM(order=order, smoothing="mkn").fit(ptb["train"], vocab=ptb.vocab)
+    assert abs(default.perplexity_report(ptb["test"]).ppl / test - 1) > 5e-7
+    # lmplz's unigram D3+ (one unigram at its raw count: n4 656 there, 657 in the textbook count).
+    assert lm.info_["discounts"][0][2] == pytest.approx(1.26492, abs=1e-5)
