@@ -347,3 +347,35 @@ def test_kenlms_files_read_as_their_arpa(kenlm_dir, name):
         assert np.abs(lp_a - lp_b).max() < 0.5 and abs(lp_a.sum() - lp_b.sum()) < 0.01 * abs(lp_a.sum())
     else:
         np.testing.assert_allclose(lp_b, lp_a, atol=2e-6)
+
+
+# ---------------------------------------------------------------------------------------- a real decoder
+
+def test_pyctcdecode_decodes_the_same_with_our_binary_as_with_the_arpa(toy):
+    """pyctcdecode (a real kenlm client) loads the binaries this toolkit writes and, with the same
+    language model in ARPA form, finds the same transcripts with the same scores."""
+    pyctcdecode = pytest.importorskip("pyctcdecode", reason="pyctcdecode (in the test extras) is the client")
+    pytest.importorskip("kenlm", reason="pyctcdecode loads language models with the kenlm module")
+    rng = np.random.default_rng(0)
+    chars = sorted({c for line in toy["lines"][:150] for c in line if c != " "})
+    labels = [""] + [" "] + chars  # "" is the CTC blank
+    frames = []
+    for line in toy["lines"][:3]:
+        for c in line[:60]:
+            row = rng.normal(0, 1.0, len(labels))
+            row[labels.index(c)] += 3.0  # the right character is likely, not certain
+            frames += [row, rng.normal(0, 1.0, len(labels)) + np.eye(len(labels))[0] * 3.0]
+    logits = np.array(frames, dtype=np.float32)
+    logits = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    results = {}
+    # The word list a hub model ships beside its binary (pyctcdecode reads it from an ARPA itself).
+    unigrams = [w for w in toy["lm"].vocab_.itos_ if not w.startswith("<")]
+    for name in ("arpa", "probing", "trie-q8-b8-a22"):
+        path = toy["arpa"] if name == "arpa" else toy["files"][name]
+        dec = pyctcdecode.build_ctcdecoder(labels, kenlm_model_path=str(path), unigrams=unigrams, alpha=0.5,
+                                           beta=1.0)
+        beams = dec.decode_beams(logits, beam_width=20)
+        results[name] = [(b[0], round(float(b[-1]), 3)) for b in beams[:5]]
+    assert results["probing"] == results["arpa"]  # unquantised: the same numbers
+    assert results["trie-q8-b8-a22"][0][0] == results["arpa"][0][0]  # quantised: the same best transcript
+    assert results["arpa"][0][0].startswith("chex giga")  # the noisy frames' first words
