@@ -847,9 +847,10 @@ cdef class Tables:
     cdef dict stoi
     cdef int64_t unk
     cdef int64_t sizes[MAX_ORDER]  # rows per order
+    cdef bint closed  # every n-gram's suffix is an n-gram: a miss at one order ends the search
 
     def __init__(self, list keys, list log10_prob, list log10_backoff, double missing, int64_t V,
-                 dict stoi, int64_t unk_id, list keep):
+                 dict stoi, int64_t unk_id, list keep, bint suffix_closed=True):
         cdef int k
         cdef _KeyHash h
         self.n = len(keys)
@@ -861,6 +862,7 @@ cdef class Tables:
         self.arrays = []
         self.stoi_get = stoi.get
         self.stoi = stoi
+        self.closed = suffix_closed
         self.unk = unk_id
         for k in range(self.n):
             p = np.ascontiguousarray(log10_prob[k], dtype=np.float64)
@@ -886,6 +888,10 @@ cdef class Tables:
             else:
                 self.hkeys[k] = NULL
                 self.hrows[k] = NULL
+
+    def set_suffix_closed(self, bint closed):
+        """Whether every n-gram's suffix is an n-gram (then a miss ends the search for longer ones)."""
+        self.closed = closed
 
     def find_many(self, int k, const int64_t[:] queries):
         """Row of each packed key in the order-k table, -1 where absent (negative queries miss)."""
@@ -928,32 +934,35 @@ cdef class Tables:
     cdef double _score(self, State s, int64_t w, State out, int* matched):
         cdef int64_t new[MAX_ORDER]
         cdef int64_t r, V = self.V
-        cdef int j = s.length, m = 1, L = 2, L2, nnew, i, hist
+        cdef int j = s.length, m = 1, L, nnew, i, hist
         cdef double lp
         new[0] = w
-        while L <= j + 1:
-            r = self._find(L, s.r[L - 2] * V + w)
-            if r < 0:
-                break
+        nnew = 1
+        for L in range(2, j + 2):
+            # Row of (the last L-1 history words, w) in the order-L table.  A pruned model can keep
+            # "a b c" without "b c": a state row is then -1 (not an n-gram) below rows that exist,
+            # and the search goes on past a miss.  In a suffix-closed model nothing longer exists
+            # after a miss, so it stops there (KenLM's search).
+            r = self._find(L, s.r[L - 2] * V + w) if s.r[L - 2] >= 0 else -1
             new[L - 1] = r
-            m = L
-            L += 1
-        nnew = m
+            if r >= 0:
+                m = L
+                nnew = L
+            elif self.closed:
+                break
         lp = self.probs[m - 1][new[m - 1]]
-        if L <= j:
-            # Suffix-closed models have nothing longer; a pruned foreign file might.
-            for L2 in range(L + 1, j + 2):
-                r = self._find(L2, s.r[L2 - 2] * V + w)
-                if r >= 0:
-                    m = L2
-                    lp = self.probs[L2 - 1][r]
         for i in range(m, s.hist + 1):
-            lp += self.backs[i - 1][s.r[i - 1]] if i <= j else self.missing
+            # Back-off weights of the contexts longer than the match (1, log 0, where a context is
+            # not an n-gram of a proper model; stupid backoff's constant beyond the stored rows).
+            if i <= j and s.r[i - 1] >= 0:
+                lp += self.backs[i - 1][s.r[i - 1]]
+            elif i > j or self.missing != 0.0:
+                lp += self.missing
         if nnew > self.n - 1:
             nnew = self.n - 1
         if self.missing == 0.0:
             # KenLM's state minimisation (see ngramlm.query): drop rows nothing extends.
-            while nnew > 0 and not self.keep[nnew][new[nnew - 1]]:
+            while nnew > 0 and (new[nnew - 1] < 0 or not self.keep[nnew][new[nnew - 1]]):
                 nnew -= 1
             hist = nnew
         else:
@@ -971,7 +980,7 @@ cdef class Tables:
             raise ValueError(f"this state (rows={s.rows}, hist={s.hist}) does not belong to this order-{self.n} "
                              "model; start from BeginSentenceWrite/NullContextWrite of this model")
         for i in range(s.length):
-            if s.r[i] < 0 or s.r[i] >= self.sizes[i]:
+            if s.r[i] < -1 or s.r[i] >= self.sizes[i] or (i == 0 and s.r[i] < 0):
                 raise ValueError(f"this state (rows={s.rows}) does not belong to this model; start from "
                                  "BeginSentenceWrite/NullContextWrite of this model")
         return 0

@@ -214,6 +214,95 @@ def _sorted_vocab(words: list) -> tuple:
     return kid, hashes[order]
 
 
+def _rows(a: np.ndarray) -> np.ndarray:
+    """Each row of an int64 matrix as one opaque value (for set operations on n-grams)."""
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    return a.view(np.dtype((np.void, 8 * a.shape[1]))).ravel()
+
+
+class _Order:
+    """The n-grams of one order for the trie: natural-order word ids, values, and a row index."""
+
+    def __init__(self, words: np.ndarray, prob: np.ndarray, backoff) -> None:
+        self.words, self.prob, self.backoff = words, prob, backoff
+        self.sort = None
+
+    def find(self, rows: np.ndarray) -> np.ndarray:
+        """Index of each n-gram (rows of word ids) among these, -1 where absent."""
+        if self.sort is None:
+            self.keys = _rows(self.words)
+            self.sort = np.argsort(self.keys, kind="stable")
+            self.sorted = self.keys[self.sort]
+        q = _rows(rows)
+        if len(self.sorted) == 0 or len(q) == 0:
+            return np.full(len(q), -1, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.sorted, q), len(self.sorted) - 1)
+        return np.where(self.sorted[pos] == q, self.sort[pos], -1)
+
+
+def _add_blanks(orders: dict, n: int) -> dict:
+    """KenLM's "blank" n-grams: where an n-gram's suffix (its words but the first) is not in the model
+    (SRILM-style or entropy pruning keeps "a b c" without "b c"), the trie still needs that suffix as
+    the path to it.  build_binary inserts it with the probability the model gives it by backing off --
+    the probability of its longest suffix that is an n-gram, plus the back-off weights of its contexts
+    from that length on, summed in float32 in order of length -- and a zero back-off.  Contexts
+    that a blank's back-off sum reads get the 'extension' flag, as build_binary's messages set it.
+    Returns per order the blank n-grams' rows (``orders`` gains them)."""
+    blanks = {}
+    for k in range(n, 1, -1):
+        need = orders[k].words[:, 1:]
+        if k in blanks and len(blanks[k]):
+            need = np.concatenate([need, blanks[k][:, 1:]])
+        missing = orders[k - 1].find(need) < 0
+        if k - 1 == 1 and np.any(missing):
+            raise InputError("an n-gram uses a word that is not a unigram of the model", fix="the model is damaged")
+        got = need[missing]
+        if len(got):
+            u = np.unique(_rows(got), return_index=True)[1]
+            blanks[k - 1] = got[np.sort(u)]
+    flag_real = {k: np.zeros(len(orders[k].prob), dtype=bool) for k in range(1, n)}
+    flag_blank = {}
+    for j in sorted(blanks):
+        B = blanks[j]
+        prob = np.full(len(B), np.nan, dtype=np.float32)
+        based_on = np.zeros(len(B), dtype=np.int64)
+        for m in range(j - 1, 0, -1):
+            todo = np.flatnonzero(based_on == 0)
+            if not len(todo):
+                break
+            at = orders[m].find(B[todo, j - m:])
+            hit = at >= 0
+            prob[todo[hit]] = orders[m].prob[at[hit]]
+            based_on[todo[hit]] = m
+        for L in range(1, j):
+            use = np.flatnonzero(based_on <= L)
+            if not len(use):
+                continue
+            ctx = B[use, j - 1 - L:j - 1]
+            at = orders[L].find(ctx)
+            hit = at >= 0
+            prob[use[hit]] = (prob[use[hit]] + orders[L].backoff[at[hit]]).astype(np.float32)
+            flag_real[L][at[hit]] = True
+            if not np.all(hit):  # a context that is itself a blank: it gets the extension flag
+                flag_blank.setdefault(L, []).append(ctx[~hit])
+        orders[j].blank_prob = prob
+    for k, f in flag_real.items():
+        bo = orders[k].backoff
+        orders[k].backoff = np.where(f & (bo == 0), np.float32(0.0), bo).astype(np.float32)
+    for j, B in blanks.items():
+        bo = np.full(len(B), np.float32(-0.0), dtype=np.float32)
+        if j in flag_blank:
+            want = _Order(np.concatenate(flag_blank[j]), None, None)
+            bo[want.find(B) >= 0] = np.float32(0.0)
+        o = orders[j]
+        o.words = np.concatenate([o.words, B])
+        o.prob = np.concatenate([o.prob, o.blank_prob]).astype(np.float32)
+        o.backoff = np.concatenate([o.backoff, bo]).astype(np.float32)
+        o.n_blank = len(B)
+        o.sort = None
+    return blanks
+
+
 def trie_bytes(model, opts: BinaryOptions) -> bytes:
     """The bytes of a KenLM trie binary of ``model`` (an NgramLM or any back-off query object)."""
     opts.check()
@@ -226,6 +315,10 @@ def trie_bytes(model, opts: BinaryOptions) -> bytes:
     kid_of_uni, sorted_hashes = _sorted_vocab(words)
     ours_to_k = np.full(len(itos), -1, dtype=np.int64)
     ours_to_k[uni_ids] = kid_of_uni
+    # Everything below is in KenLM's word ids; blanks fill the suffixes a pruned model lacks.
+    orders = {k: _Order(ours_to_k[g[k]["words"]], g[k]["prob"], g[k]["backoff"]) for k in range(1, n + 1)}
+    _add_blanks(orders, n)
+    g = {k: {"words": orders[k].words, "prob": orders[k].prob, "backoff": orders[k].backoff} for k in orders}
     counts = [c0] + [len(g[k]["prob"]) for k in range(2, n + 1)]
     quant = None
     if opts.prob_bits is not None:
@@ -245,7 +338,7 @@ def trie_bytes(model, opts: BinaryOptions) -> bytes:
     # Entries per order, in KenLM's order: sorted by the reversed n-gram (last word first).
     trie = {}
     for k in range(1, n + 1):
-        kw = ours_to_k[g[k]["words"]]
+        kw = g[k]["words"]
         stored = kw[:, ::-1]
         if k == 1:
             perm = np.argsort(kw[:, 0], kind="stable")
@@ -262,7 +355,7 @@ def trie_bytes(model, opts: BinaryOptions) -> bytes:
             bad = (len(packed) == 0) | (packed[pos_c] != want)
             if np.any(bad):
                 i = int(np.flatnonzero(bad)[0])
-                gram = " ".join(itos[w] for w in g[k]["words"][i])
+                gram = " ".join(words[int(np.flatnonzero(kid_of_uni == w)[0])] for w in g[k]["words"][i])
                 raise InputError(f"the {k}-gram {gram!r} has no {j}-gram suffix in the model; KenLM's trie would "
                                  "insert a 'blank' n-gram for it, which this writer does not",
                                  fix="write a model closed under suffixes (unpruned, or pruned with "
@@ -434,57 +527,46 @@ def probing_bytes(model, opts: BinaryOptions) -> bytes:
     ventries["value"][vat] = np.arange(1, c0)
     struct.pack_into("<II", out, hs, 0, c0)
     out[hs + 8:hs + 8 + ventries.nbytes] = ventries.tobytes()
+    # Blanks (as in the trie; see _add_blanks): a pruned model's missing suffixes go into the tables
+    # after the real n-grams of their order, in the order build_binary meets them -- the order
+    # _add_blanks lists them in.  The header keeps the ARPA's counts: blanks use the spare buckets.
+    orders = {k: _Order(ours_to_k[g[k]["words"]], g[k]["prob"], g[k]["backoff"]) for k in range(1, n + 1)}
+    _add_blanks(orders, n)
     # Sign bits: set on every probability ("does not extend left") except where the n-gram is the
-    # suffix of a longer one; back-off weights carry the extension flag (model_ngrams).
+    # suffix of a longer one (real or blank); back-off weights carry the extension flag.
     SIGN = np.uint32(0x80000000)
     extends_left = {}
     for k in range(1, n):
-        extends_left[k] = np.zeros(len(g[k]["prob"]), dtype=bool)
-    keys_of = {}
-    for k in range(1, n + 1):
-        kw = ours_to_k[g[k]["words"]]
-        key = kw[:, -1].astype(np.uint64)
-        for j in range(k - 2, -1, -1):
-            key = combine_word_hash(key, kw[:, j])
-        keys_of[k] = key
-    # The suffix of each k-gram (its last k-1 words) is found by its key among the (k-1)-grams.
-    for k in range(2, n + 1):
-        kw = ours_to_k[g[k]["words"]]
-        suffix_key = kw[:, -1].astype(np.uint64)
-        for j in range(k - 2, 0, -1):
-            suffix_key = combine_word_hash(suffix_key, kw[:, j])
-        lower = keys_of[k - 1]
-        if k == 2:
-            pos_in_lower = np.empty(len(lower), dtype=np.int64)
-            pos_in_lower[kid] = np.arange(len(lower))
-            idx = pos_in_lower[suffix_key.astype(np.int64)]
-        else:
-            order_l = np.argsort(lower)
-            found = np.searchsorted(lower[order_l], suffix_key)
-            found_c = np.minimum(found, len(lower) - 1)
-            if np.any(lower[order_l][found_c] != suffix_key):
-                raise InputError(f"a {k}-gram's suffix is not among the {k - 1}-grams; KenLM would insert a 'blank' "
-                                 "n-gram, which this writer does not", fix="run build_binary on the exported ARPA")
-            idx = order_l[found_c]
-        extends_left[k - 1][idx] = True
+        extends_left[k] = np.zeros(len(orders[k].prob), dtype=bool)
+        at = orders[k].find(orders[k + 1].words[:, 1:])
+        if np.any(at < 0):
+            raise InputError(f"a {k + 1}-gram's suffix is missing after adding blanks", fix="report this model")
+        extends_left[k][at] = True
     uni = np.zeros(c0 + 1, dtype=_UNI[0])
-    p1 = g[1]["prob"].view(np.uint32) | SIGN
+    p1 = orders[1].prob.view(np.uint32) | SIGN
     p1 = np.where(extends_left[1], p1 & ~SIGN, p1).astype(np.uint32) if n > 1 else p1
-    uni["prob"][kid] = p1.view(np.float32)
-    uni["backoff"][kid] = g[1]["backoff"]
+    uni["prob"][orders[1].words[:, 0]] = p1.view(np.float32)
+    uni["backoff"][orders[1].words[:, 0]] = orders[1].backoff
     off, _ = parts["unigram"]
     out[hs + off:hs + off + uni.nbytes] = uni.tobytes()
     for k in range(2, n + 1):
         top = k == n
         o, nb = parts["longest"] if top else parts["middles"][k - 2]
-        tkeys, at = _probing_insert(nb, keys_of[k])
+        kw = orders[k].words
+        key = kw[:, -1].astype(np.uint64)
+        for j in range(k - 2, -1, -1):
+            key = combine_word_hash(key, kw[:, j])
+        if len(key) >= nb:
+            raise InputError(f"the {k}-grams and their blanks do not fit the probing table ({len(key)} in {nb} buckets)",
+                             fix="raise the probing multiplier (-p 2.0), or use the trie")
+        tkeys, at = _probing_insert(nb, key)
         dt = _LONG if top else _MID[0]
         table = np.zeros(nb, dtype=dt)
         table["key"] = tkeys
-        p = g[k]["prob"].view(np.uint32) | SIGN
+        p = orders[k].prob.astype(np.float32).view(np.uint32) | SIGN
         if not top:
             p = np.where(extends_left[k], p & ~SIGN, p).astype(np.uint32)
-            table["backoff"][at] = g[k]["backoff"]
+            table["backoff"][at] = orders[k].backoff
         table["prob"][at] = p.view(np.float32)
         out[hs + o:hs + o + table.nbytes] = table.tobytes()
     if opts.include_vocab:

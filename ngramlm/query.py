@@ -149,6 +149,7 @@ class Model:
         if missing == 0.0:
             keep = [None] + [x.tolist() for x in self.tables.extended_rows()[1:]]
         self._tables = (V, n, gets, probs, backs, missing, keep)
+        self._closed = self.tables.is_suffix_closed()
 
     # ------------------------------------------------------------------ the state API
     def BeginSentenceWrite(self, state: State) -> None:
@@ -173,32 +174,27 @@ class Model:
         V, n, gets, probs, backs, missing, keep = self._tables
         rows = state.rows
         j = len(rows)
-        # new[L-1]: row of (last L-1 history words, w) in the order-L table, while they exist.
+        # new[L-1]: row of (last L-1 history words, w) in the order-L table; -1 where that is not an
+        # n-gram.  A pruned model can keep "a b c" without "b c", so the search goes on past a miss,
+        # and a state row may be -1 below rows that exist (the C path does the same).
         new = [w]
         m = 1
-        L = 2
-        while L <= j + 1:
-            r = gets[L - 1](rows[L - 2] * V + w)
-            if r is None:
+        for L in range(2, j + 2):
+            r = gets[L - 1](rows[L - 2] * V + w) if rows[L - 2] >= 0 else None
+            new.append(-1 if r is None else r)
+            if r is not None:
+                m = L
+            elif self._closed:
                 break
-            new.append(r)
-            m = L
-            L += 1
-        lp = probs[m - 1][new[-1]]
-        if L <= j:
-            # Suffix-closed models (every file KenLM or this toolkit writes) have nothing longer;
-            # a pruned foreign file might, so look further (the state keeps the contiguous part).
-            for L2 in range(L + 1, j + 2):
-                r2 = gets[L2 - 1](rows[L2 - 2] * V + w)
-                if r2 is not None:
-                    m, lp = L2, probs[L2 - 1][r2]
+        lp = probs[m - 1][new[m - 1]]
         # Back-off weights of every context longer than the match's (log10: added).
         for i in range(m, state.hist + 1):
-            lp += backs[i - 1][rows[i - 1]] if i <= j else missing
+            lp += backs[i - 1][rows[i - 1]] if i <= j and rows[i - 1] >= 0 else missing
+        del new[max(m, 1):]
         if len(new) >= n:
             del new[n - 1:]
         if missing == 0.0:
-            while new and not keep[len(new)][new[-1]]:
+            while new and (new[-1] < 0 or not keep[len(new)][new[-1]]):
                 new.pop()
             out.rows = tuple(new)
             out.hist = len(new)

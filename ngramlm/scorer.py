@@ -52,6 +52,8 @@ class CompiledIndex:
         keep = tables.extended_rows() if tables.missing_backoff == 0.0 else [None] * tables.order
         self.tables = accel.fast.Tables(list(tables.keys), list(tables.log10_prob), list(tables.log10_backoff),
                                         float(tables.missing_backoff), tables.V, tables.vocab.stoi_, UNK_ID, keep)
+        if hasattr(self.tables, "set_suffix_closed"):
+            self.tables.set_suffix_closed(tables.is_suffix_closed(lambda k, q: self.find(k, q)))
 
     def find(self, k: int, queries: np.ndarray) -> np.ndarray:
         return self.tables.find_many(k, np.ascontiguousarray(queries, dtype=np.int64))

@@ -51,6 +51,28 @@ class NgramTables:
         """A copy with some fields replaced (the arrays themselves are shared, not copied)."""
         return replace(self, **changes)
 
+    def suffix_rows(self, find=None) -> list:
+        """suf[k-1][r]: the row in order k-1 of order-k row r's suffix (its words but the first), -1 where
+        that suffix is not an n-gram (a pruned model can keep "a b c" without "b c").  ``find(k, keys)``
+        looks keys up (default: binary search)."""
+        from .counts import lookup
+
+        find = find or (lambda k, q: lookup(self.keys[k - 1], q))
+        V = self.V
+        out = [None, self.keys[1] % V if self.order > 1 else None]
+        for k in range(3, self.order + 1):
+            keys = self.keys[k - 1]
+            ctx_suffix = out[k - 2][keys // V]
+            q = np.where(ctx_suffix >= 0, ctx_suffix * V + keys % V, -1)
+            out.append(find(k - 1, q))
+        return out
+
+    def is_suffix_closed(self, find=None) -> bool:
+        closed = self.info.get("suffix_closed") if isinstance(self.info, dict) else None
+        if closed is None:
+            closed = all(s is None or bool(np.all(s >= 0)) for s in self.suffix_rows(find))
+        return bool(closed)
+
     def extended_rows(self) -> list:
         """keep[k] (k = 1..n-1): order-k rows that some order-(k+1) n-gram extends, or whose back-off is
         not 1 -- the rows a minimal query state must remember (KenLM's state minimisation)."""

@@ -140,3 +140,25 @@ def test_ptb_5gram_matches_kenlm(shared_corpora, tmp_path):
     total = sum(ours.score(x) for x in test[:1000])
     assert total == pytest.approx(sum(ref.score(x) for x in test[:1000]), rel=1e-6)
     assert math.isclose(ours.perplexity(test[7]), ref.perplexity(test[7]), rel_tol=1e-5)
+
+
+def test_a_pruned_model_keeps_an_ngram_without_its_suffix(tmp_path):
+    """Entropy pruning can keep "a b c" and drop "b c".  Scoring "a b c" must use the trigram, word by
+    word through the state API (compiled and Python paths) as in the vectorised scorer and kenlm."""
+    from ngramlm.loading import load_any
+
+    arpa = tmp_path / "holes.arpa"
+    arpa.write_text("\\data\\\nngram 1=6\nngram 2=3\nngram 3=1\n\n\\1-grams:\n"
+                    "-1.0\t<unk>\n-99\t<s>\t-0.3\n-0.7\t</s>\n-0.6\ta\t-0.2\n-0.5\tb\t-0.25\n-0.8\tc\n\n"
+                    "\\2-grams:\n-0.2\t<s> a\t-0.1\n-0.3\ta b\t-0.15\n-0.4\tb </s>\n\n"
+                    "\\3-grams:\n-0.05\ta b c\n\n\\end\\\n")
+    # a | <s>: the bigram; b | <s> a: "a b" plus bo(<s> a); c | a b: the trigram, though "b c" is gone;
+    # </s> | b c: the unigram (c has no back-off weight, "b c" is not an n-gram).
+    want = [-0.2, -0.3 - 0.1, -0.05, -0.7]
+    enc, oov = load_any(arpa).encode([["a", "b", "c"]])
+    assert load_any(arpa).token_scores(enc, oov=oov).log10_prob == pytest.approx(want, abs=1e-12)
+    for model in (Model(arpa), Model(arpa, index=False)):
+        assert [x[0] for x in model.full_scores("a b c")] == pytest.approx(want, abs=1e-12)
+        assert [x[1] for x in model.full_scores("a b c")] == [2, 2, 3, 1]
+    ref = kenlm.Model(str(arpa))
+    assert [x[0] for x in ref.full_scores("a b c")] == pytest.approx(want, abs=1e-6)
