@@ -148,9 +148,11 @@ def test_a_pruned_model_keeps_an_ngram_without_its_suffix(tmp_path):
     from ngramlm.loading import load_any
 
     arpa = tmp_path / "holes.arpa"
-    arpa.write_text("\\data\\\nngram 1=6\nngram 2=3\nngram 3=1\n\n\\1-grams:\n"
+    arpa.write_text("\\data\\\nngram 1=6\nngram 2=7\nngram 3=1\n\n\\1-grams:\n"
                     "-1.0\t<unk>\n-99\t<s>\t-0.3\n-0.7\t</s>\n-0.6\ta\t-0.2\n-0.5\tb\t-0.25\n-0.8\tc\n\n"
-                    "\\2-grams:\n-0.2\t<s> a\t-0.1\n-0.3\ta b\t-0.15\n-0.4\tb </s>\n\n"
+                    "\\2-grams:\n-0.2\t<s> a\t-0.1\n-0.3\ta b\t-0.15\n-0.4\tb </s>\n"
+                    # (bigrams that take no part, so that kenlm's probing table has room for its blank)
+                    "-0.9\tb a\n-0.9\ta a\n-0.9\tb b\n-0.9\tc a\n\n"
                     "\\3-grams:\n-0.05\ta b c\n\n\\end\\\n")
     # a | <s>: the bigram; b | <s> a: "a b" plus bo(<s> a); c | a b: the trigram, though "b c" is gone;
     # </s> | b c: the unigram (c has no back-off weight, "b c" is not an n-gram).
