@@ -26,7 +26,7 @@ _SETTING_OPTIONS = {
     "curve": "curve", "curve_minutes": "curve_minutes", "curve_smoother": "curve_smoother",
     "passage_tokens": "passage_tokens", "toy_train_tokens": "toy_train_tokens",
     "toy_eval_tokens": "toy_eval_tokens", "seed": "seed", "seq2seq_minutes": "seq2seq_minutes", "beams": "beams",
-    "ladder": "ladder",
+    "ladder": "ladder", "prune_curve": "prune_curve",
 }
 
 
@@ -73,6 +73,7 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
         "seq2seq_minutes": opts["seq2seq_minutes"],
         "beams": _parse_beams(opts["beams"]),
         "ladder": opts["ladder"],
+        "prune_curve": opts["prune_curve"],
     }
     if opts["neural"] is not None and opts["neural"].strip().lower() != "none" and not values["neural"]:
         raise InputError("--neural is empty", fix=f"pass e.g. --neural {','.join(DEFAULT_NEURAL)}, or --neural none")
@@ -139,6 +140,9 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
 @click.option("--ladder", is_flag=True,
               help="Add the ladder for each neural model: + neural cache, + dynamic evaluation, + n-gram (global and "
                    "per-context weights), + the infini-gram, on the same test tokens (minutes per model on PTB).")
+@click.option("--prune-curve/--no-prune-curve", default=True, show_default=True,
+              help="Perplexity against size: the best back-off n-gram model entropy-pruned to 50, 10 and 1 %% of its "
+                   "n-grams, with the size of its KenLM trie binary (seconds on PTB).")
 @click.option("--toy-train-tokens", type=int, default=None, help="Toy corpus: training tokens [default: 200,000].")
 @click.option("--toy-eval-tokens", type=int, default=None, help="Toy corpus: validation and test tokens [default: 20,000].")
 @click.option("--quick", is_flag=True,
@@ -154,7 +158,7 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
 @json_option
 @click.pass_context
 def compare_cmd(ctx, corpus, out, valid_file, test_file, tokenizer, tokenizers, neural_tokenizers, max_order, smoothers, neural, neural_minutes, neural_epochs, neural_size, checkpoints, curve,
-                curve_minutes, curve_smoother, passage_tokens, seq2seq_minutes, beams, ladder, toy_train_tokens, toy_eval_tokens, quick, force, resume,
+                curve_minutes, curve_smoother, passage_tokens, seq2seq_minutes, beams, ladder, prune_curve, toy_train_tokens, toy_eval_tokens, quick, force, resume,
                 data_dir, seed, threads, verbose, as_json):
     """Train n-gram models (orders 1..N x smoothers) and neural models on one tokenization of CORPUS
     [default: toy], cache every result, and write results.json, report.md and report.html."""

@@ -54,6 +54,7 @@ class CompareSettings:
     seq2seq_minutes: Optional[float] = None  # parallel corpora: budget per translator [default: the neural budget]
     beams: tuple = (1, 2, 3, 4, 5)  # parallel corpora: beam sizes of the BLEU table (1 = greedy)
     ladder: bool = False  # the ladder section: cache, dynamic evaluation and count mixtures on each neural model
+    prune_curve: bool = True  # the pruning section: the best back-off model pruned to 50/10/1 % of its n-grams
 
     # ------------------------------------------------------------------ derived
     @property

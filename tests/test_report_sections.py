@@ -15,11 +15,12 @@ def test_the_built_in_sections_in_their_order():
     from reports import sections
 
     assert [s.name for s in sections.SECTIONS] == ["vwall", "orders", "curves", "interpolation", "per_token",
-                                                   "attention", "infini", "tokenizations", "training", "ladder"]
+                                                   "attention", "infini", "tokenizations", "training", "ladder",
+                                                   "pruning"]
     assert sections.numbers()["orders"] == 2 and sections.numbers()["infini"] == 7
     assert set(sections.plot_functions()) == {"vwall", "perplexity_by_order", "count_spectrum", "learning_curves",
                                               "interpolation", "attention", "effective_n", "tokenizations",
-                                              "zipf", "zipf_tokenizations", "training", "ladder"}
+                                              "zipf", "zipf_tokenizations", "training", "ladder", "pruning"}
 
 
 def test_a_registered_section_is_computed_numbered_and_rendered(tmp_path, run_cli, monkeypatch):
@@ -56,7 +57,7 @@ def test_a_registered_section_is_computed_numbered_and_rendered(tmp_path, run_cl
 
 
 @pytest.mark.parametrize("name", ["vwall", "orders", "curves", "interpolation", "per_token", "attention", "infini",
-                                  "tokenizations"])
+                                  "tokenizations", "pruning"])
 def test_each_section_renders_from_an_empty_results_file(name):
     """A section's context must not fail on a run that stopped before it (results.json keeps what ran)."""
     from reports import sections
@@ -64,6 +65,32 @@ def test_each_section_renders_from_an_empty_results_file(name):
     sec = next(s for s in sections.SECTIONS if s.name == name)
     ctx = sec.context({"settings": {}, "corpus": {"sizes": {}}})
     assert isinstance(ctx, dict) and ctx
+
+
+def test_the_pruning_section_is_a_perplexity_against_size_curve(tmp_path, run_cli):
+    """compare prunes the best back-off model to 50, 10 and 1 % of its n-grams: each at most that many,
+    perplexity rising and the KenLM trie shrinking as it goes; --no-prune-curve leaves it out."""
+    out = tmp_path / "run"
+    code, _, err = run_cli("compare", "--quick", "--neural", "none", "-o", out)
+    assert code == 0, err
+    res = json.loads((out / "results.json").read_text())
+    sec = res["pruning"]
+    rows = sec["rows"]
+    assert [r["fraction"] for r in rows] == [1.0, 0.5, 0.1, 0.01]
+    full = rows[0]["ngrams"]
+    best = min((r for r in res["ngram"] if r["model"] == sec["smoother"] and r["order"] == sec["order"]),
+               key=lambda r: r["valid"]["ppl"])
+    assert rows[0]["test"]["ppl"] == pytest.approx(best["test"]["ppl"], rel=1e-12)  # the unpruned model is the grid's
+    for a, b in zip(rows, rows[1:]):
+        assert b["ngrams"] <= b["fraction"] * full and b["ngrams"] < a["ngrams"]
+        assert b["test"]["ppl"] > a["test"]["ppl"] and b["kenlm_trie_q8_bytes"] < a["kenlm_trie_q8_bytes"]
+    md = (out / "report.md").read_text()
+    assert "Perplexity against size: pruning" in md and "![Perplexity against size" in md
+    assert (out / "plots" / "pruning.png").stat().st_size > 10_000
+    out2 = tmp_path / "off"
+    code, _, err = run_cli("compare", "--quick", "--neural", "none", "--no-prune-curve", "-o", out2)
+    assert code == 0 and json.loads((out2 / "results.json").read_text())["pruning"] is None
+    assert "Not run: it needs" in (out2 / "report.md").read_text()
 
 
 def test_the_tokenizations_section_compares_in_bits_per_byte(tmp_path, run_cli):

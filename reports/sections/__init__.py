@@ -25,10 +25,11 @@ class Section:
     plots: dict = field(default_factory=dict)  # name -> (title, fn(results) -> PNG bytes or None)
 
 
-from . import attention, curves, infini, interpolation, ladder, orders, per_token, tokenizations, training, vwall  # noqa: E402
+from . import attention, curves, infini, interpolation, ladder, orders, per_token, pruning, tokenizations, training, vwall  # noqa: E402,E501
 
 SECTIONS = (vwall.SECTION, orders.SECTION, curves.SECTION, interpolation.SECTION, per_token.SECTION,
-            attention.SECTION, infini.SECTION, tokenizations.SECTION, training.SECTION, ladder.SECTION)
+            attention.SECTION, infini.SECTION, tokenizations.SECTION, training.SECTION, ladder.SECTION,
+            pruning.SECTION)
 
 
 def numbers() -> dict:

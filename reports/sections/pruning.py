@@ -1,0 +1,171 @@
+"""Section: perplexity against size -- the best back-off n-gram model entropy-pruned to 50 %, 10 % and
+1 % of its n-grams (``ngramlm prune --size``), each with its test perplexity and the bytes of the
+KenLM binary a decoder would load (``build-binary trie -q 8 -b 8 -a 22``, the format speech
+recognisers ship).  The pruning is :mod:`ngramlm.prune_size`'s."""
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+from .. import plots
+from ..formatting import fmt_fixed
+from . import Section
+
+FRACTIONS = (1.0, 0.5, 0.1, 0.01)
+
+
+def _model_for(run):
+    """The best back-off row's smoother and order (the model a recogniser would prune), or None."""
+    from ngramlm.smoothing import backoff_smoothers
+
+    best = run.best("ngram")
+    if best is None or best["model"] not in backoff_smoothers() or best["model"] == "stupid" or best["order"] < 2:
+        rows = [r for r in run.results.get("ngram", []) if r.get("valid") and r["model"] in ("mkn", "kn")
+                and r["order"] >= 2 and r["valid"]["ppl"] is not None]
+        best = min(rows, key=lambda r: r["valid"]["ppl"]) if rows else None
+    return best
+
+
+def size_curve(model, data, fractions=FRACTIONS, log=lambda s: None) -> dict:
+    """Prune ``model`` to each fraction of its n-grams (orders >= 2); score valid and test; size the
+    KenLM trie binary of each.  Returns the section's results."""
+    import numpy as np
+
+    from ngramlm import NgramLM
+    from ngramlm.kenlm_write import BinaryOptions, trie_bytes
+    from ngramlm.prune_size import prune_scores, prune_with, search_threshold
+
+    t0 = time.perf_counter()
+    scores = prune_scores(model)
+    score_seconds = time.perf_counter() - t0
+    total = int(sum(model.n_ngrams_[1:]))
+    rows = []
+    for frac in fractions:
+        t = time.perf_counter()
+        if frac >= 1.0:
+            pruned, threshold = model, 0.0
+        else:
+            limit = int(frac * total)
+            found = search_threshold(scores, lambda keep: sum(int(np.count_nonzero(m)) for m in keep[1:]) <= limit,
+                                     what=f"{frac:.0%} of the n-grams")
+            pruned = NgramLM.from_tables(prune_with(model, found.keep), order=model.order_,
+                                         smoothing=model.smoothing)
+            threshold = found.threshold
+        seconds = time.perf_counter() - t
+        binary = len(trie_bytes(pruned, BinaryOptions(prob_bits=8, backoff_bits=8, array_bits=22)))
+        row = {"fraction": frac, "ngrams": int(sum(pruned.n_ngrams_[1:])), "unigrams": int(pruned.n_ngrams_[0]),
+               "per_order": [int(c) for c in pruned.n_ngrams_], "threshold": threshold,
+               "kenlm_trie_q8_bytes": binary, "prune_seconds": seconds}
+        from ..ngram_part import split_scores
+
+        for split in ("valid", "test"):
+            row[split] = split_scores(pruned, data[split])[0]
+        rows.append(row)
+        log(f"  pruned to {frac:.0%}: {row['ngrams']:,} n-grams, test ppl {row['test']['ppl']:.2f}, "
+            f"KenLM trie {binary / 1e6:.2f} MB")
+    return {"smoother": model.smoothing, "order": model.order_, "score_seconds": score_seconds, "rows": rows}
+
+
+def compute(run) -> None:
+    if not getattr(run.settings, "prune_curve", True):
+        run.results["pruning"] = None
+        return
+    best = _model_for(run)
+    if best is None:
+        run.results["pruning"] = None
+        return
+    from ngramlm import NgramLM
+
+    from ..data import cache_key
+
+    d = run.data
+    key = cache_key("pruning", {"smoother": best["model"], "order": best["order"], "fractions": list(FRACTIONS)},
+                    run.fingerprint)
+    cached = run.cache.get(key)
+    if cached is None:
+        lm = NgramLM(order=best["order"], smoothing=best["model"]).fit(d["train"], vocab=d.vocab, heldout=d["valid"])
+        cached = size_curve(lm, d, log=run.log)
+        run.cache.put(key, cached)
+    cached["label"] = best["label"]
+    run.results["pruning"] = cached
+
+
+def context(results: dict) -> dict:
+    sec = results.get("pruning")
+    if not sec:
+        return {"pruning": None}
+    full = sec["rows"][0]
+    rows = [{"share": f"{100 * r['fraction']:g} %", "ngrams": f"{r['ngrams']:,}",
+             "test": fmt_fixed(r["test"]["ppl"], 2), "test_v": r["test"]["ppl"],
+             "valid": fmt_fixed(r["valid"]["ppl"], 2),
+             "rise": ("–" if r is full else f"{100 * (r['test']['ppl'] / full['test']['ppl'] - 1):+.1f} %"),
+             "mb": f"{r['kenlm_trie_q8_bytes'] / 1e6:.2f}", "mb_v": r["kenlm_trie_q8_bytes"],
+             "threshold": "–" if not r["threshold"] else f"{r['threshold']:.2e}"} for r in sec["rows"]]
+    return {"pruning": {"label": sec["label"], "rows": rows, "unigrams": f"{full['unigrams']:,}"}}
+
+
+def figure(results: dict) -> Optional[bytes]:
+    sec = results.get("pruning")
+    if not sec:
+        return None
+    fig, ax = plots.plt.subplots(figsize=(6.4, 3.6))
+    x = [r["ngrams"] for r in sec["rows"]]
+    y = [r["test"]["ppl"] for r in sec["rows"]]
+    ax.plot(x, y, marker="o", color=plots.FAMILY_COLOURS["ngram"])
+    for r, xi, yi in zip(sec["rows"], x, y):
+        mb = r["kenlm_trie_q8_bytes"] / 1e6
+        ax.annotate(f"{100 * r['fraction']:g} % · {mb:.1f} MB" if mb >= 10 else f"{100 * r['fraction']:g} % · {mb:.2f} MB",
+                    (xi, yi), textcoords="offset points", xytext=(5, 5), fontsize=7)
+    ax.set_xscale("log")
+    ax.margins(x=0.15, y=0.15)  # room for the labels
+    ax.set_xlabel("n-grams of orders ≥ 2 (log scale)")
+    ax.set_ylabel("test perplexity")
+    ax.set_title(f"{sec['label']}: perplexity against size (entropy pruning)", fontsize=9)
+    ax.grid(alpha=0.3)
+    return plots._png(fig)
+
+
+TITLE = "Perplexity against size: pruning"
+HTML_TITLE = TITLE
+
+_NOTE = ("The best back-off n-gram model entropy-pruned (Stolcke) to a share of its n-grams of orders ≥ 2 "
+         "(`ngramlm prune --size`: the threshold is searched for; unigrams stay), scored on the same test tokens. "
+         "The size is the KenLM binary a speech decoder would load: `ngramlm build-binary trie -q 8 -b 8 -a 22`.")
+
+MD = r"""{% if pruning %}
+
+""" + _NOTE + r""" Model: **{{ pruning.label }}** ({{ pruning.unigrams }} unigrams).
+
+| n-grams kept | n-grams (orders ≥ 2) | test ppl | vs full | valid ppl | KenLM trie (MB) | threshold |
+|---|---:|---:|---:|---:|---:|---:|
+{% for r in pruning.rows %}
+| {{ r.share }} | {{ r.ngrams }} | {{ r.test }} | {{ r.rise }} | {{ r.valid }} | {{ r.mb }} | {{ r.threshold }} |
+{% endfor %}
+{% if plots.pruning %}
+
+![{{ plots.pruning.title }}]({{ plots.pruning.file }})
+{% endif %}
+{% else %}
+
+Not run: it needs a back-off n-gram model of order 2 or more (`--no-prune-curve` turns it off).
+{% endif %}
+
+"""
+
+HTML = r"""{% if pruning %}
+<p class="note">""" + _NOTE.replace("`", "") + r""" Model: <b>{{ pruning.label }}</b> ({{ pruning.unigrams }} unigrams).</p>
+<table id="pruning">
+<thead><tr><th>n-grams kept</th><th>n-grams (orders ≥ 2)</th><th>test ppl</th><th>vs full</th><th>valid ppl</th><th>KenLM trie (MB)</th><th>threshold</th></tr></thead>
+<tbody>
+{% for r in pruning.rows %}<tr class="ngram"><td>{{ r.share }}</td><td class="num">{{ r.ngrams }}</td><td class="num" data-v="{{ r.test_v }}">{{ r.test }}</td><td class="num">{{ r.rise }}</td><td class="num">{{ r.valid }}</td><td class="num" data-v="{{ r.mb_v }}">{{ r.mb }}</td><td class="num">{{ r.threshold }}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+{% if plots.pruning %}<figure><img id="plot-pruning" alt="{{ plots.pruning.title }}" src="data:image/png;base64,{{ plots.pruning.b64 }}"></figure>{% endif %}
+{% else %}<p class="note">Not run: it needs a back-off n-gram model of order 2 or more (--no-prune-curve turns it off).</p>{% endif %}
+
+"""
+
+SECTION = Section(name="pruning", anchor="pruning", title=TITLE, html_title=HTML_TITLE, md=MD, html=HTML,
+                  compute=compute, context=context,
+                  plots={"pruning": ("Perplexity against size: entropy pruning", figure)})
