@@ -214,6 +214,23 @@ def _sorted_vocab(words: list) -> tuple:
     return kid, hashes[order]
 
 
+def _write_header(out: bytearray, counts: list, multiplier: float, model_type: int, include_vocab: bool, *,
+                  search_version: int) -> None:
+    """The fixed header: the test values, the parameters, one uint64 count per order."""
+    out[0:len(SANITY)] = SANITY
+    out[len(SANITY):len(SANITY) + _FIXED.size] = _FIXED.pack(len(counts), multiplier, model_type, include_vocab,
+                                                             search_version)
+    struct.pack_into(f"<{len(counts)}Q", out, len(SANITY) + _FIXED.size, *counts)
+
+
+def _vocab_strings(words: list, kid: np.ndarray) -> bytes:
+    """The words NUL-terminated in KenLM's id order (<unk>, id 0, first): the file's last part."""
+    by_kid = [None] * len(words)
+    for w, k_id in zip(words, kid.tolist()):
+        by_kid[k_id] = w
+    return b"".join(w.encode("utf-8") + b"\0" for w in by_kid)
+
+
 def _rows(a: np.ndarray) -> np.ndarray:
     """Each row of an int64 matrix as one opaque value (for set operations on n-grams)."""
     a = np.ascontiguousarray(a, dtype=np.int64)
@@ -328,9 +345,7 @@ def trie_bytes(model, opts: BinaryOptions) -> bytes:
     L = trie_layout(n, counts, start, quant=quant, array_bits=opts.array_bits)
     out = bytearray(L.end)
     # Header (written as the last step of KenLM's build; here all at once).
-    out[0:len(SANITY)] = SANITY
-    out[len(SANITY):len(SANITY) + _FIXED.size] = _FIXED.pack(n, 1.5, opts.model_type, opts.include_vocab, 1)
-    struct.pack_into(f"<{n}Q", out, len(SANITY) + _FIXED.size, *counts)
+    _write_header(out, counts, 1.5, opts.model_type, opts.include_vocab, search_version=1)
     # Vocabulary: the count of hashes (all but <unk>), then the sorted hashes.
     vo = header_size(n)
     struct.pack_into("<Q", out, vo, c0 - 1)
@@ -438,10 +453,7 @@ def trie_bytes(model, opts: BinaryOptions) -> bytes:
                 bw.write(nbits, nxt, inline)
         out[m["base"]:m["base"] + region] = bw.tobytes()
     if opts.include_vocab:
-        by_kid = [None] * c0
-        for w, k_id in zip(words, kid_of_uni.tolist()):
-            by_kid[k_id] = w
-        out += b"".join(w.encode("utf-8") + b"\0" for w in by_kid)
+        out += _vocab_strings(words, kid_of_uni)
     return bytes(out)
 
 
@@ -508,9 +520,7 @@ def probing_bytes(model, opts: BinaryOptions) -> bytes:
     parts = probing_layout(n, counts, mult, 0)
     hs = header_size(n)
     out = bytearray(hs + parts["end"])
-    out[0:len(SANITY)] = SANITY
-    out[len(SANITY):len(SANITY) + _FIXED.size] = _FIXED.pack(n, mult, 0, opts.include_vocab, 0)
-    struct.pack_into(f"<{n}Q", out, len(SANITY) + _FIXED.size, *counts)
+    _write_header(out, counts, mult, 0, opts.include_vocab, search_version=0)
     # Vocabulary: ids in ARPA order (<unk> is 0 and not in the table), keyed by MurmurHash64A.
     is_unk = np.array([w in ("<unk>", "<UNK>") for w in words])
     if is_unk.sum() != 1:
@@ -570,8 +580,5 @@ def probing_bytes(model, opts: BinaryOptions) -> bytes:
         table["prob"][at] = p.view(np.float32)
         out[hs + o:hs + o + table.nbytes] = table.tobytes()
     if opts.include_vocab:
-        by_kid = [None] * c0
-        for w, k_id in zip(words, kid.tolist()):
-            by_kid[k_id] = w
-        out += b"".join(w.encode("utf-8") + b"\0" for w in by_kid)
+        out += _vocab_strings(words, kid)
     return bytes(out)
