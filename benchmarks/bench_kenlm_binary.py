@@ -33,7 +33,7 @@ DATA_DIR = os.environ.get("NGRAMLM_DATA_DIR", str(ROOT.parent / "shared" / "corp
 VARIANTS = [("probing", []), ("trie", []), ("trie", ["-q", "8", "-b", "8", "-a", "22"])]
 
 _LOAD_SCORE = r"""
-import json, resource, sys, time
+import json, sys, time
 sys.path.insert(0, {root!r})
 which, path, text = sys.argv[1:4]
 lines = [l.strip() for l in open(text, encoding="utf-8")]
@@ -50,8 +50,9 @@ else:
     enc, oov = lm.encode([l.split() for l in lines])
     total = float(lm.token_scores(enc, oov=oov).log10_prob.sum())
 t2 = time.perf_counter()
-print(json.dumps({{"load": t1 - t0, "score": t2 - t1, "total": total,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+# VmHWM, not ru_maxrss: Linux carries a forked parent's peak into ru_maxrss across exec.
+hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
+print(json.dumps({{"load": t1 - t0, "score": t2 - t1, "total": total, "rss_mb": hwm / 1024}}))
 """
 
 

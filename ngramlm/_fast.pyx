@@ -12,7 +12,7 @@ Three jobs, each a loop that numpy cannot vectorise well and Python runs one obj
   used by the vectorised scorer (``find_many``) and by the kenlm-style incremental state API
   (``base_score``), where a Python-level loop would cost microseconds per call.
 """
-from libc.stdlib cimport malloc, realloc, free, strtod
+from libc.stdlib cimport malloc, realloc, free, strtod, strtof
 from libc.string cimport memcpy, memcmp, memset
 from libc.stdint cimport int64_t, uint64_t, int32_t, uint32_t, uint16_t, uint8_t
 from libc.math cimport isfinite
@@ -1220,3 +1220,234 @@ def probing_insert(uint64_t[:] table_keys, const uint64_t[:] keys):
                 if b == <uint64_t>nb:
                     b = 0
     return out_a
+
+
+# ----------------------------------------------------------------------------- values as an ARPA file holds them
+def through_text7(const double[:] x):
+    """float32 of each value as an ARPA file prints it ('%.7g'; -99 for -inf) and KenLM parses it back
+    (to float directly, correctly rounded): what a KenLM binary made from that ARPA file holds."""
+    cdef Py_ssize_t i, n = x.shape[0]
+    cdef char buf[40]
+    cdef double v
+    out_a = np.empty(n, dtype=np.float32)
+    cdef float[:] out = out_a
+    with nogil:
+        for i in range(n):
+            v = x[i]
+            if not isfinite(v):
+                out[i] = -99.0 if v < 0 else v
+            else:
+                snprintf(buf, 40, "%.7g", v)
+                out[i] = strtof(buf, NULL)
+    return out_a
+
+
+# ----------------------------------------------------------------------------- KenLM probing binaries: the state API
+cdef packed struct _PMid:
+    uint64_t key
+    float prob
+    float backoff
+
+cdef packed struct _PLong:
+    uint64_t key
+    float prob
+
+cdef packed struct _PUni:
+    float prob
+    float backoff
+
+ctypedef union _F32:
+    float f
+    uint32_t i
+
+cdef inline uint64_t _kcombine(uint64_t current, uint64_t nxt) noexcept nogil:
+    return (current * 8978948897894561157ULL) ^ ((1 + nxt) * 17894857484156487943ULL)
+
+cdef inline bint _kext(float backoff) noexcept nogil:
+    cdef _F32 u
+    u.f = backoff
+    return u.i != 0x80000000U  # -0.0 is KenLM's "nothing extends this n-gram"
+
+cdef inline float _kprob(float stored, bint* extends) noexcept nogil:
+    cdef _F32 u
+    u.f = stored
+    extends[0] = (u.i & 0x80000000U) == 0  # the sign bit is clear where a longer n-gram ends here
+    u.i = u.i | 0x80000000U
+    return u.f
+
+
+cdef class ProbingTables:
+    """The state API over a KenLM probing binary's mapped tables (``ngramlm.kenlm_binary.ProbingSearch``),
+    KenLM's own search: the key of an n-gram is a hash chain from its last word back, each table is
+    probed linearly, and the search stops where an n-gram does not extend to the left.  States hold
+    this toolkit's word ids, most recent first (as in ``Tables``), so sentences start the same way."""
+
+    cdef int n
+    cdef const _PUni* uni
+    cdef const _PMid* mid[MAX_ORDER]
+    cdef uint64_t msize[MAX_ORDER]
+    cdef const _PLong* longest
+    cdef uint64_t lsize
+    cdef const int64_t* to_k
+    cdef int64_t V
+    cdef dict stoi
+    cdef int64_t unk
+    cdef list arrays
+
+    def __init__(self, unigram, list middles, longest, dict stoi, to_kenlm, int64_t unk_id):
+        cdef const unsigned char[:] raw
+        cdef const int64_t[:] tk
+        cdef int i
+        self.n = len(middles) + 2
+        if self.n > MAX_ORDER:
+            raise ValueError(f"order {self.n} is above {MAX_ORDER}")
+        self.arrays = [unigram, longest, to_kenlm] + list(middles)
+        raw = unigram.view(np.uint8).reshape(-1)
+        self.uni = <const _PUni*>&raw[0]
+        for i in range(len(middles)):
+            raw = middles[i].view(np.uint8).reshape(-1)
+            self.mid[i + 2] = <const _PMid*>&raw[0]
+            self.msize[i + 2] = middles[i].shape[0]
+        raw = longest.view(np.uint8).reshape(-1)
+        self.longest = <const _PLong*>&raw[0]
+        self.lsize = longest.shape[0]
+        tk = to_kenlm
+        self.to_k = &tk[0]
+        self.V = to_kenlm.shape[0]
+        self.stoi = stoi
+        self.unk = unk_id
+
+    cdef inline const _PMid* _find_mid(self, int k, uint64_t key) noexcept nogil:
+        cdef const _PMid* t = self.mid[k]
+        cdef uint64_t nb = self.msize[k], b = key % nb
+        while True:
+            if t[b].key == key:
+                return &t[b]
+            if t[b].key == 0:
+                return NULL
+            b += 1
+            if b == nb:
+                b = 0
+
+    cdef inline const _PLong* _find_long(self, uint64_t key) noexcept nogil:
+        cdef const _PLong* t = self.longest
+        cdef uint64_t nb = self.lsize, b = key % nb
+        while True:
+            if t[b].key == key:
+                return &t[b]
+            if t[b].key == 0:
+                return NULL
+            b += 1
+            if b == nb:
+                b = 0
+
+    cdef inline int64_t _wid(self, object word) except? -1:
+        cdef PyObject* v = PyDict_GetItem(self.stoi, word)
+        if v == NULL:
+            return self.unk
+        return PyLong_AsLongLong(<object>v)
+
+    cdef double _score(self, State s, int64_t w, State out, int* matched) noexcept:
+        cdef int n = self.n, j = s.length, i, k, m = 1, keep, ncb = 0
+        cdef float cb[MAX_ORDER]
+        cdef uint64_t node, kw = <uint64_t>self.to_k[w]
+        cdef const _PMid* e
+        cdef const _PLong* el
+        cdef bint extends
+        cdef double lp
+        if j > n - 1:
+            j = n - 1
+        # The back-off weights the context carries (KenLM keeps them in its state; recomputed here).
+        if j > 0:
+            node = <uint64_t>self.to_k[s.r[0]]
+            cb[0] = self.uni[node].backoff
+            ncb = 1
+            for i in range(1, j):
+                node = _kcombine(node, <uint64_t>self.to_k[s.r[i]])
+                e = self._find_mid(i + 1, node)
+                if e == NULL:
+                    break
+                cb[ncb] = e.backoff
+                ncb += 1
+        lp = _kprob(self.uni[kw].prob, &extends)
+        keep = 1 if _kext(self.uni[kw].backoff) else 0
+        node = kw
+        for i in range(j):
+            if not extends:
+                break
+            k = i + 2
+            node = _kcombine(node, <uint64_t>self.to_k[s.r[i]])
+            if k == n:
+                el = self._find_long(node)
+                if el != NULL:
+                    lp = _kprob(el.prob, &extends)
+                    m = n
+                break
+            e = self._find_mid(k, node)
+            if e == NULL:
+                break
+            lp = _kprob(e.prob, &extends)
+            m = k
+            if _kext(e.backoff):
+                keep = k
+        for i in range(m - 1, ncb):
+            lp += cb[i]
+        if keep > 0:
+            if keep > 1:
+                memcpy(&out.r[1], &s.r[0], (keep - 1) * sizeof(int64_t))
+            out.r[0] = w
+        out.length = keep
+        out.hist = keep
+        matched[0] = m
+        return lp
+
+    cdef int _check(self, State s) except -1:
+        cdef int i
+        if s.length > self.n - 1:
+            raise ValueError(f"this state (rows={s.rows}) does not belong to this order-{self.n} model")
+        for i in range(s.length):
+            if s.r[i] < 0 or s.r[i] >= self.V:
+                raise ValueError(f"this state (rows={s.rows}) does not belong to this model; start from "
+                                 "BeginSentenceWrite/NullContextWrite of this model")
+        return 0
+
+    def base_score(self, State in_state, word, State out_state):
+        cdef int m
+        self._check(in_state)
+        return self._score(in_state, self._wid(word), out_state, &m)
+
+    def score_ids(self, State in_state, int64_t wid, State out_state):
+        cdef int m
+        self._check(in_state)
+        if wid < 0 or wid >= self.V:
+            raise ValueError(f"word id {wid} is outside this model's vocabulary")
+        cdef double lp = self._score(in_state, wid, out_state, &m)
+        return lp, m
+
+    def sentence(self, list words, bint bos, bint eos, int64_t bos_id, int64_t eos_id, bint full):
+        cdef State a = State.__new__(State)
+        cdef State b = State.__new__(State)
+        cdef State t
+        cdef double total = 0.0, lp
+        cdef int m
+        cdef int64_t wid
+        cdef list out = [] if full else None
+        if bos:
+            a.r[0] = bos_id
+            a.length = 1
+            a.hist = 1
+        for w in words:
+            wid = self._wid(w)
+            lp = self._score(a, wid, b, &m)
+            total += lp
+            if full:
+                out.append((lp, m, wid == self.unk))
+            t = a
+            a = b
+            b = t
+        if eos:
+            lp = self._score(a, eos_id, b, &m)
+            total += lp
+            if full:
+                out.append((lp, m, False))
+        return out if full else total

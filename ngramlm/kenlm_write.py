@@ -85,12 +85,18 @@ class BinaryOptions:
 
 
 def _through_arpa_text(x: np.ndarray) -> np.ndarray:
-    """float32 of each value as the ARPA writer prints it ('%.7g'; -99 for -inf)."""
+    """float32 of each value as the ARPA writer prints it ('%.7g'; -99 for -inf) and KenLM reads it."""
+    from . import accel
     from .arpa import _fmt_column
 
+    x = np.ascontiguousarray(x, dtype=np.float64)
     if len(x) == 0:
         return np.zeros(0, dtype=np.float32)
-    return np.asarray(_fmt_column(np.asarray(x, dtype=np.float64)).astype(str).astype(np.float64), dtype=np.float32)
+    if accel.fast is not None and hasattr(accel.fast, "through_text7"):
+        return accel.fast.through_text7(x)
+    # The same through Python's formatting ('%.7g' is correctly rounded in both) and numpy's parser.
+    text = " ".join(_fmt_column(x).tolist())
+    return np.fromstring(text, dtype=np.float64, sep=" ").astype(np.float32)
 
 
 def model_ngrams(model) -> dict:
@@ -257,6 +263,12 @@ class _Order:
         return np.where(self.sorted[pos] == q, self.sort[pos], -1)
 
 
+def _suffix_closed(model) -> bool:
+    """Whether every n-gram's suffix is an n-gram (models as estimated: then no blanks are needed)."""
+    tables = getattr(model, "tables_", None)
+    return tables is not None and tables.is_suffix_closed()
+
+
 def _add_blanks(orders: dict, n: int) -> dict:
     """KenLM's "blank" n-grams: where an n-gram's suffix (its words but the first) is not in the model
     (SRILM-style or entropy pruning keeps "a b c" without "b c"), the trie still needs that suffix as
@@ -334,7 +346,8 @@ def trie_bytes(model, opts: BinaryOptions) -> bytes:
     ours_to_k[uni_ids] = kid_of_uni
     # Everything below is in KenLM's word ids; blanks fill the suffixes a pruned model lacks.
     orders = {k: _Order(ours_to_k[g[k]["words"]], g[k]["prob"], g[k]["backoff"]) for k in range(1, n + 1)}
-    _add_blanks(orders, n)
+    if not _suffix_closed(model):
+        _add_blanks(orders, n)
     g = {k: {"words": orders[k].words, "prob": orders[k].prob, "backoff": orders[k].backoff} for k in orders}
     counts = [c0] + [len(g[k]["prob"]) for k in range(2, n + 1)]
     quant = None
@@ -541,7 +554,8 @@ def probing_bytes(model, opts: BinaryOptions) -> bytes:
     # after the real n-grams of their order, in the order build_binary meets them -- the order
     # _add_blanks lists them in.  The header keeps the ARPA's counts: blanks use the spare buckets.
     orders = {k: _Order(ours_to_k[g[k]["words"]], g[k]["prob"], g[k]["backoff"]) for k in range(1, n + 1)}
-    _add_blanks(orders, n)
+    if not _suffix_closed(model):
+        _add_blanks(orders, n)
     # Sign bits: set on every probability ("does not extend left") except where the n-gram is the
     # suffix of a longer one (real or blank); back-off weights carry the extension flag.
     SIGN = np.uint32(0x80000000)

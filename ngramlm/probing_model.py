@@ -57,7 +57,14 @@ class ProbingScorer(Scorer):
         return self  # the file's hash tables are the index
 
     def compiled_tables(self):
-        return None
+        """The compiled state API over the file's tables (``ngramlm._fast.ProbingTables``), or None."""
+        from . import accel
+
+        if accel.fast is None or not hasattr(accel.fast, "ProbingTables") or self.search.header.model_type != 0:
+            return None
+        s = self.search
+        return accel.fast.ProbingTables(s.unigram, list(s.middles), s.longest, self.vocab_.stoi_,
+                                        np.ascontiguousarray(self.to_kenlm, dtype=np.int64), UNK_ID)
 
     def _score_padded(self, tokens: np.ndarray, pos: np.ndarray):
         return self.search.score_padded(self.to_kenlm[tokens], pos)

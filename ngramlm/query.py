@@ -109,9 +109,9 @@ class Model:
         if index:  # the scorer's hash index, built now rather than behind a later call
             self.lm.build_index()
             self._fast = self.lm.compiled_tables()
-        if getattr(self.lm, "search", None) is not None:
-            # A KenLM probing binary: no n-gram tables, so the state API probes its hash tables
-            # (the state holds word ids, most recent first, as KenLM's does).
+        if getattr(self.lm, "search", None) is not None and self._fast is None:
+            # A KenLM probing binary without the compiled path: the state API probes its hash tables
+            # in Python (the state holds word ids, most recent first, as KenLM's does).
             self._score = self._probing_score
         if self._fast is not None:
             # The state API straight into C: bound methods as instance attributes, so a call
