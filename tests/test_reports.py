@@ -558,7 +558,7 @@ def test_html_is_self_contained(quick_run):
         assert needle in html
     # the V^n wall, Zipf, perplexity by order, count spectrum, learning curves, interpolation, the effective
     # n of the ∞-gram, training curves (the attention view is drawn by the page itself)
-    assert html.count('src="data:image/png;base64,') == 8
+    assert html.count('src="data:image/png;base64,') == 9
     assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "").replace(
         '"http://www.w3.org/2000/svg"', "")
     assert "https://" not in html
@@ -602,7 +602,7 @@ def test_report_in_headless_chromium(quick_run, tmp_path):
     if flagged:
         assert "undertrained neural rows: Transformer (tiny)" in html and flagged == ["transformer"]
         assert 'id="undertrained"' in html
-    assert "figures decoded 8/8" in html
+    assert "figures decoded 9/9" in html
     T = len(res["attention"]["tokens"])
     # The self-test moved the mouse over heatmap row 1, then row T-2: the outline followed it.
     assert f"heatmap row hover 1 then {T - 2} ok" in html

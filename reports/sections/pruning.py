@@ -74,17 +74,28 @@ def compute(run) -> None:
     if best is None:
         run.results["pruning"] = None
         return
-    from ngramlm import NgramLM
+    from corpora.errors import InputError
+    from ngramlm.counts import NgramCounts
 
     from ..data import cache_key
+    from ..ngram_part import fit_ngram
 
     d = run.data
     key = cache_key("pruning", {"smoother": best["model"], "order": best["order"], "fractions": list(FRACTIONS)},
                     run.fingerprint)
     cached = run.cache.get(key)
     if cached is None:
-        lm = NgramLM(order=best["order"], smoothing=best["model"]).fit(d["train"], vocab=d.vocab, heldout=d["valid"])
-        cached = size_curve(lm, d, log=run.log)
+        # The model as the grid fitted it (fallback discounts where the grid needed them).
+        counts = NgramCounts.from_encoded(d["train"], order=best["order"], vocab_size=len(d.vocab))
+        lm, _, error = fit_ngram(best["model"], best["order"], counts, d["train"], d.vocab, d["valid"])
+        try:
+            if lm is None:
+                raise InputError(error or "the model could not be estimated")
+            cached = size_curve(lm, d, log=run.log)
+        except InputError as exc:  # a text too small to prune to 1 %: the section says so, the run goes on
+            run.log(f"  pruning curve not computed: {exc.message}")
+            run.results["pruning"] = None
+            return
         run.cache.put(key, cached)
     cached["label"] = best["label"]
     run.results["pruning"] = cached
