@@ -47,8 +47,9 @@ from corpora.errors import InputError
 
 DEFAULT_WINDOW = 2000
 # Grave et al. tune theta in about 0..0.5 for 1024-unit LSTMs; smaller models have smaller state
-# dot products and want larger values (a 128-unit char LSTM on timemachine: theta 0.5 was the edge).
-DEFAULT_THETAS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
+# dot products and want larger values (a 128-unit char LSTM on timemachine: theta 0.5 was the edge;
+# a 2 x 256 PTB LSTM chose 2.0, the old grid's edge, so the grid now goes on to 4).
+DEFAULT_THETAS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
 DEFAULT_LAMBDAS = tuple(round(0.05 * k, 2) for k in range(11))  # 0, 0.05, .., 0.5
 
 

@@ -125,6 +125,13 @@ def other_kind(path: str):
 @click.option("--estimation", type=click.Choice(["auto", "memory", "disk"]), default=None,
               help="Streaming build: where mkn/kn estimation runs.  auto (default): out of core, in chunks through "
                    "--temp-dir, when the merged counts would not fit --memory; disk: always; memory: never.")
+@click.option("--weights", "weights_spec", default=None, metavar="W1,W2,...",
+              help="Count merging: each TEXT is a separate source and its counts are multiplied by its weight "
+                   "before smoothing (1,1 = the texts concatenated; 1,4 = the second text four times; fractions "
+                   "allowed).  Adapts a general model to a small in-domain text.")
+@click.option("--tune-weights", "tune_dev", default=None, metavar="DEV",
+              help="Count merging: choose the weights that minimise the perplexity of DEV (a file, or a corpus "
+                   "name for its valid split); the first TEXT keeps weight 1.")
 @click.option("--compat", type=click.Choice(["kenlm"]), default=None,
               help="mkn/kn: reproduce lmplz's conventions bit for bit (its uniform floor counts its own <unk>; the "
                    "last n-grams enter the discount statistics at raw count; float32 discounts).  Default: the "
@@ -137,15 +144,18 @@ def other_kind(path: str):
 @_tokenizer_options
 def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discount_fallback, alpha, lambdas, tune_on,
               prune_spec, prune_entropy, min_count, unk_min_count, limit_vocab_path, max_size, vocab_path, split,
-              memory, temp_dir, dask_address, estimation, compat, data_dir, as_json, model_type, tokenizer, lower,
-              normalize):
+              memory, temp_dir, dask_address, estimation, weights_spec, tune_dev, compat, data_dir, as_json,
+              model_type, tokenizer, lower, normalize):
     """Train an n-gram model on TEXT: a file, '-' for stdin, or a corpus name (toy, ptb, ...).
 
     Without TEXT, text piped on stdin is read (as lmplz does); with nothing piped it is an error.
     Several files (plain or .gz) are one training text; they, --memory and --dask take the streaming
     build, which never holds the text whole."""
     text = texts[0] if len(texts) == 1 else None
-    streamed = len(texts) > 1 or memory is not None or temp_dir is not None or dask_address is not None \
+    weighted = weights_spec is not None or tune_dev is not None
+    if weighted:
+        _check_weighted_options(texts, memory, temp_dir, dask_address, estimation, compat, smoothing, lambdas)
+    streamed = (len(texts) > 1 and not weighted) or memory is not None or temp_dir is not None or dask_address is not None \
         or estimation == "disk"
     if output.isdigit():
         # lmplz habit: `-o 5` is the order there.  Here it would silently name the model "5".
@@ -232,6 +242,11 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
                                                  on_disk=on_disk)
         vocab, counts = res.vocab, res.counts
         n_sentences, n_words = res.sentences, res.words
+    elif weighted:
+        stage(1, f"reading and encoding {len(texts)} texts")
+        sources, vocab, used_spec, where, n_sentences, n_words = _weighted_sources(
+            texts, split, data_dir, spec, given_vocab, min_count, max_size)
+        enc = None
     else:
         stage(1, "reading and encoding the training text")
         enc, vocab, used_spec, where = _in_memory_text(text, split, data_dir, spec, given_vocab, min_count, max_size)
@@ -254,13 +269,21 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
                                        split=tune_on if text in REGISTRY else "valid", data_dir=data_dir,
                                        tokenizer_spec=used_spec)
         heldout = vocab.encode_sentences(h_sents)
-    if not streamed:
+    merging = None
+    if weighted:
+        stage(2, f"counting {order} orders of {len(texts)} texts")
+        counts, merging = _merged_counts(lm, sources, vocab, order, texts, weights_spec, tune_dev, split, data_dir,
+                                         used_spec)
+        del sources
+    elif not streamed:
         stage(2, f"counting {order} orders")
         counts = NgramCounts.from_encoded(enc, order=order, vocab_size=len(vocab))
     stage(3, f"smoothing ({smoother.name})" + (", pruning" if prune or prune_entropy else "")
           + (", limiting the vocabulary" if limit_words is not None else ""))
     lm.fit(enc, vocab=vocab, counts=counts, heldout=heldout)
     del enc, counts  # the model keeps what it needs; free the counts before writing
+    if merging is not None:
+        lm.info_["count_merging"] = merging  # saved in .npz models (ARPA has no place for it)
     limited = None
     if limit_words is not None:
         limited = _limit_vocabulary(lm, limit_words, limit_vocab_path)
@@ -277,6 +300,84 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
                                "seconds": seconds, "info": lm.info_,
                                **({"vocab_limit": limited.to_dict()} if limited is not None else {})},
                               indent=2, default=float))
+
+
+def _check_weighted_options(texts, memory, temp_dir, dask_address, estimation, compat, smoothing, lambdas):
+    """--weights/--tune-weights: several texts in memory, each a source of its own."""
+    if len(texts) < 2:
+        raise click.UsageError("--weights and --tune-weights merge the counts of several texts: give two or more "
+                               "(e.g. ngramlm train general.txt indomain.txt --weights 1,4 -o lm.arpa)")
+    if "-" in texts:
+        raise click.UsageError("a weighted text must be a file or a corpus name, not '-' (stdin)")
+    if memory is not None or temp_dir is not None or dask_address is not None or estimation == "disk":
+        raise click.UsageError("count merging keeps each text's counts in memory: drop --memory, --temp-dir, --dask "
+                               "and --estimation disk")
+    if compat is not None:
+        raise click.UsageError("--compat kenlm reproduces lmplz on one text, and lmplz has no weights: drop one")
+    if smoothing == "jm" and lambdas is None:
+        raise click.UsageError("jm tunes its weights on held-out text, which is not defined for weighted texts: "
+                               "give --lambdas, or train with --smoothing mkn")
+
+
+def _weighted_sources(texts, split, data_dir, spec, vocab, min_count, max_size):
+    """Each text's sentences encoded with one vocabulary fitted on all of them (unless given)."""
+    from corpora.registry import REGISTRY
+    from corpora.vocab import Vocab
+
+    loaded, used_spec = [], spec
+    for t in texts:
+        sents, t_spec, where = load_sentences(t, split=split, data_dir=data_dir, tokenizer_spec=used_spec)
+        if not sents or not any(sents):
+            raise InputError("the training text has no tokens", path=where, fix="pass a non-empty text")
+        used_spec = used_spec or t_spec  # the first text's tokenizer is every text's
+        loaded.append((sents, where))
+    if vocab is None:
+        unk = next((REGISTRY[t].unk_token for t in texts if t in REGISTRY), None)
+        vocab = Vocab(min_count=min_count, max_size=max_size, unk_token=unk or "<unk>", tokenizer=used_spec)
+        vocab.fit(s for sents, _ in loaded for s in sents)
+    encoded = [(vocab.encode_sentences(sents), where) for sents, where in loaded]
+    where = " + ".join(w for _, w in encoded)
+    return (encoded, vocab, used_spec, where, sum(e.n_sentences for e, _ in encoded),
+            sum(e.n_words for e, _ in encoded))
+
+
+def _merged_counts(lm, sources, vocab, order, texts, weights_spec, tune_dev, split, data_dir, used_spec):
+    """The weighted counts of ``sources``, with the weights given or tuned on ``tune_dev``; and a record of
+    them for the model's info."""
+    from corpora.registry import REGISTRY
+    from ngramlm.count_merge import align, parse_weights, tune_weights
+    from ngramlm.counts import NgramCounts
+
+    src = align([NgramCounts.from_encoded(e, order=order, vocab_size=len(vocab)) for e, _ in sources])
+    for e, where in sources:
+        click.echo(f"  {where}: {e.n_sentences} sentences, {e.n_words} words", err=True)
+    record = {"texts": [w for _, w in sources]}
+    if tune_dev is None:
+        weights = parse_weights(weights_spec, len(texts))
+        record["weights"] = weights
+        return src.weighted(weights), record
+    if weights_spec is not None:
+        raise click.UsageError("--weights gives the weights and --tune-weights searches them: give one")
+    dev_split = "valid" if tune_dev in REGISTRY and not Path(tune_dev).exists() else split
+    d_sents, _, d_where = load_sentences(tune_dev, split=dev_split, data_dir=data_dir, tokenizer_spec=used_spec)
+    dev = vocab.encode_sentences(d_sents)
+    if dev.n_words == 0:
+        raise InputError("the dev text has no tokens", path=d_where, fix="pass in-domain held-out text")
+    smoother = lm._make_smoother()
+
+    def dev_ppl(counts):
+        from ngramlm.io_native import INIT_PARAMS
+        from ngramlm.model import NgramLM
+
+        trial = NgramLM(**{p: getattr(lm, p) for p in INIT_PARAMS}).fit_counts(counts, vocab=vocab, smoother=smoother)
+        return trial.perplexity(dev)
+
+    click.echo(f"tuning the weights on {d_where} ({dev.n_words} words)", err=True)
+    res = tune_weights(src, dev_ppl, say=lambda m: click.echo(f"  {m}", err=True))
+    click.echo(f"weights {','.join(f'{w:.4g}' for w in res.weights)}: dev ppl {res.dev_ppl:.4f} "
+               f"({len(res.trials)} tries; weights 1 each: concatenation)", err=True)
+    record.update(weights=res.weights, tuned_on=d_where, dev_ppl=res.dev_ppl, tries=len(res.trials))
+    return src.weighted(res.weights), record
 
 
 def _closed_vocabulary_min_count(min_count: int, unk_min_count, vocab_path) -> int:

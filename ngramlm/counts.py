@@ -189,14 +189,17 @@ class NgramCounts:
     def count_of_counts(self, k: int, max_count: int = 10) -> np.ndarray:
         """``n[c]`` = number of distinct k-grams seen exactly ``c`` times, c = 0..max_count."""
         c = self.tables[k - 1].count
+        if c.dtype.kind == "f":  # weighted counts (count merging): bucketed by the whole count above
+            c = np.ceil(c).astype(np.int64)
         return np.bincount(np.minimum(c, max_count + 1), minlength=max_count + 2)[: max_count + 1]
 
     def n_distinct(self, k: int) -> int:
         t = self.tables[k - 1]
         return int(np.count_nonzero(t.count)) if k == 1 else len(t)
 
-    def total(self, k: int) -> int:
-        return int(self.tables[k - 1].count.sum())
+    def total(self, k: int) -> float:
+        t = self.tables[k - 1].count.sum()
+        return float(t) if self.tables[k - 1].count.dtype.kind == "f" else int(t)
 
     # ------------------------------------------------------------------ merging
     def to_dict_of_tuples(self, k: int) -> dict:
