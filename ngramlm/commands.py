@@ -154,7 +154,7 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
     text = texts[0] if len(texts) == 1 else None
     weighted = weights_spec is not None or tune_dev is not None
     if weighted:
-        _check_weighted_options(texts, memory, temp_dir, dask_address, estimation, compat, smoothing, lambdas)
+        _check_weighted_options(texts, memory, temp_dir, dask_address, estimation, compat, smoothing)
     streamed = (len(texts) > 1 and not weighted) or memory is not None or temp_dir is not None or dask_address is not None \
         or estimation == "disk"
     if output.isdigit():
@@ -269,18 +269,21 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
                                        split=tune_on if text in REGISTRY else "valid", data_dir=data_dir,
                                        tokenizer_spec=used_spec)
         heldout = vocab.encode_sentences(h_sents)
-    merging = None
+    merging = merged = None
     if weighted:
         stage(2, f"counting {order} orders of {len(texts)} texts")
-        counts, merging = _merged_counts(lm, sources, vocab, order, texts, weights_spec, tune_dev, split, data_dir,
-                                         used_spec)
+        counts, merged, merging = _merged_counts(lm, smoother, sources, vocab, order, texts, weights_spec, tune_dev,
+                                                 split, data_dir, used_spec)
         del sources
     elif not streamed:
         stage(2, f"counting {order} orders")
         counts = NgramCounts.from_encoded(enc, order=order, vocab_size=len(vocab))
     stage(3, f"smoothing ({smoother.name})" + (", pruning" if prune or prune_entropy else "")
           + (", limiting the vocabulary" if limit_words is not None else ""))
-    lm.fit(enc, vocab=vocab, counts=counts, heldout=heldout)
+    if merged is not None:
+        lm.fit_counts(counts, vocab=vocab, smoother=merged)
+    else:
+        lm.fit(enc, vocab=vocab, counts=counts, heldout=heldout)
     del enc, counts  # the model keeps what it needs; free the counts before writing
     if merging is not None:
         lm.info_["count_merging"] = merging  # saved in .npz models (ARPA has no place for it)
@@ -302,7 +305,7 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
                               indent=2, default=float))
 
 
-def _check_weighted_options(texts, memory, temp_dir, dask_address, estimation, compat, smoothing, lambdas):
+def _check_weighted_options(texts, memory, temp_dir, dask_address, estimation, compat, smoothing):
     """--weights/--tune-weights: several texts in memory, each a source of its own."""
     if len(texts) < 2:
         raise click.UsageError("--weights and --tune-weights merge the counts of several texts: give two or more "
@@ -314,9 +317,11 @@ def _check_weighted_options(texts, memory, temp_dir, dask_address, estimation, c
                                "and --estimation disk")
     if compat is not None:
         raise click.UsageError("--compat kenlm reproduces lmplz on one text, and lmplz has no weights: drop one")
-    if smoothing == "jm" and lambdas is None:
-        raise click.UsageError("jm tunes its weights on held-out text, which is not defined for weighted texts: "
-                               "give --lambdas, or train with --smoothing mkn")
+    from ngramlm.count_merge import MERGEABLE
+
+    if smoothing not in MERGEABLE:
+        raise click.UsageError(f"count merging weights each text's smoothed statistics, defined here for "
+                               f"{', '.join(MERGEABLE)}, not {smoothing}: train with --smoothing mkn")
 
 
 def _weighted_sources(texts, split, data_dir, spec, vocab, min_count, max_size):
@@ -341,11 +346,11 @@ def _weighted_sources(texts, split, data_dir, spec, vocab, min_count, max_size):
             sum(e.n_words for e, _ in encoded))
 
 
-def _merged_counts(lm, sources, vocab, order, texts, weights_spec, tune_dev, split, data_dir, used_spec):
-    """The weighted counts of ``sources``, with the weights given or tuned on ``tune_dev``; and a record of
-    them for the model's info."""
+def _merged_counts(lm, smoother, sources, vocab, order, texts, weights_spec, tune_dev, split, data_dir, used_spec):
+    """The union of the texts' counts, the merged smoother with the weights given or tuned on ``tune_dev``,
+    and a record of them for the model's info."""
     from corpora.registry import REGISTRY
-    from ngramlm.count_merge import align, parse_weights, tune_weights
+    from ngramlm.count_merge import MergedSmoother, align, parse_weights, tune_weights
     from ngramlm.counts import NgramCounts
 
     src = align([NgramCounts.from_encoded(e, order=order, vocab_size=len(vocab)) for e, _ in sources])
@@ -355,7 +360,7 @@ def _merged_counts(lm, sources, vocab, order, texts, weights_spec, tune_dev, spl
     if tune_dev is None:
         weights = parse_weights(weights_spec, len(texts))
         record["weights"] = weights
-        return src.weighted(weights), record
+        return src.weighted(weights), MergedSmoother(smoother, src, weights), record
     if weights_spec is not None:
         raise click.UsageError("--weights gives the weights and --tune-weights searches them: give one")
     dev_split = "valid" if tune_dev in REGISTRY and not Path(tune_dev).exists() else split
@@ -363,21 +368,21 @@ def _merged_counts(lm, sources, vocab, order, texts, weights_spec, tune_dev, spl
     dev = vocab.encode_sentences(d_sents)
     if dev.n_words == 0:
         raise InputError("the dev text has no tokens", path=d_where, fix="pass in-domain held-out text")
-    smoother = lm._make_smoother()
 
-    def dev_ppl(counts):
+    def dev_ppl(weights):
         from ngramlm.io_native import INIT_PARAMS
         from ngramlm.model import NgramLM
 
-        trial = NgramLM(**{p: getattr(lm, p) for p in INIT_PARAMS}).fit_counts(counts, vocab=vocab, smoother=smoother)
-        return trial.perplexity(dev)
+        trial = NgramLM(**{p: getattr(lm, p) for p in INIT_PARAMS})
+        return trial.fit_counts(src.weighted(weights), vocab=vocab,
+                                smoother=MergedSmoother(smoother, src, weights)).perplexity(dev)
 
     click.echo(f"tuning the weights on {d_where} ({dev.n_words} words)", err=True)
-    res = tune_weights(src, dev_ppl, say=lambda m: click.echo(f"  {m}", err=True))
+    res = tune_weights(len(texts), dev_ppl, say=lambda m: click.echo(f"  {m}", err=True))
     click.echo(f"weights {','.join(f'{w:.4g}' for w in res.weights)}: dev ppl {res.dev_ppl:.4f} "
-               f"({len(res.trials)} tries; weights 1 each: concatenation)", err=True)
+               f"({len(res.trials)} tries)", err=True)
     record.update(weights=res.weights, tuned_on=d_where, dev_ppl=res.dev_ppl, tries=len(res.trials))
-    return src.weighted(res.weights), record
+    return src.weighted(res.weights), MergedSmoother(smoother, src, res.weights), record
 
 
 def _closed_vocabulary_min_count(min_count: int, unk_min_count, vocab_path) -> int:

@@ -92,15 +92,9 @@ def adjusted_counts(counts: NgramCounts) -> list:
     return adj
 
 
-def count_bucket(c: np.ndarray) -> np.ndarray:
-    """The whole count an entry is bucketed as: itself for whole counts; a weighted count from count
-    merging (:mod:`ngramlm.count_merge`) rounds up, so 0.3 is bucketed as 1 and 1.5 as 2."""
-    return c.astype(np.int64) if c.dtype.kind in "iu" else np.ceil(c).astype(np.int64)
-
-
 def count_of_counts(c: np.ndarray, max_count: int = 4) -> np.ndarray:
-    """n[j] = number of entries with count exactly j (bucketed by :func:`count_bucket`), j = 0..max_count."""
-    ci = count_bucket(c)
+    """n[j] = number of entries with count exactly j, for j = 0..max_count."""
+    ci = c.astype(np.int64)
     return np.bincount(np.minimum(ci, max_count + 1), minlength=max_count + 2)[: max_count + 1]
 
 
@@ -113,10 +107,6 @@ def discount_vector(d: Sequence[float]) -> np.ndarray:
     return np.array([0.0] + list(d) + [d[-1]] * (3 - len(d)))
 
 
-def _whole(a: np.ndarray) -> bool:
-    return a.dtype.kind in "iu" or bool(np.all(a == np.floor(a)))
-
-
 def mkn_alpha_gamma(a: np.ndarray, parent: np.ndarray, n_ctx: int, D: np.ndarray) -> tuple:
     """Kneser-Ney's discounted share of each row and each context's lower-order weight.
 
@@ -126,16 +116,11 @@ def mkn_alpha_gamma(a: np.ndarray, parent: np.ndarray, n_ctx: int, D: np.ndarray
     over its rows in order, so rows passed in chunks that never split a context give the very
     same bits as all rows at once (the out-of-core estimation relies on it).
     """
-    # np.ceil leaves whole counts as they are (the same bits as before); a weighted count from count
-    # merging takes the discount of the whole count above it, never more than the count itself.
-    bucket = np.minimum(np.ceil(a), 3).astype(np.int64)
-    d = D[bucket]
-    if not _whole(a):
-        d = np.minimum(d, a)
+    bucket = np.minimum(a, 3).astype(np.int64)
     denom = _context_sums(parent, a, n_ctx)
     safe = np.where(denom > 0, denom, 1.0)
-    alpha = np.where(a > 0, (a - d) / safe[parent], 0.0)
-    disc_mass = _context_sums(parent, np.where(a > 0, d, 0.0), n_ctx)
+    alpha = np.where(a > 0, (a - D[bucket]) / safe[parent], 0.0)
+    disc_mass = _context_sums(parent, np.where(a > 0, D[bucket], 0.0), n_ctx)
     gamma = np.where(denom > 0, disc_mass / safe, 0.0)
     return alpha, gamma
 
@@ -445,9 +430,6 @@ class Katz(Smoother):
 
     def estimate(self, counts: NgramCounts, n_types: int) -> BackoffTables:
         raw = _raw_counts(counts)
-        if not all(_whole(c) for c in raw):
-            raise InputError("Good-Turing (Katz) needs whole counts, and these are weighted (count merging)",
-                             fix="train weighted texts with --smoothing mkn, kn, wb or absolute")
         n = counts.order
         V = counts.vocab_size
         probs, log_bo, ratios = [], [], []
