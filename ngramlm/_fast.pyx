@@ -829,81 +829,21 @@ def _make_state(rows, hist):
     return s
 
 
-cdef class Tables:
-    """The query tables of a back-off model in C arrays: hashes, log10 probabilities, back-offs."""
+cdef class _StateModel:
+    """The kenlm-style state API over compiled tables: what ``Tables`` (this toolkit's hashes) and
+    ``ProbingTables`` (a KenLM probing binary) share.  A subclass sets ``n``, ``stoi``, ``unk`` and
+    ``n_words`` (ids ``0 .. n_words-1`` are words) and gives ``_score`` and ``_check``."""
 
     cdef int n
-    cdef int64_t V
-    cdef double missing
-    cdef list hashes  # per order (index k-1; None for unigrams): _KeyHash, owner of the slots below
-    cdef list arrays  # keeps the numpy arrays behind the pointers alive
-    cdef const double* probs[MAX_ORDER]
-    cdef const double* backs[MAX_ORDER]
-    cdef const uint8_t* keep[MAX_ORDER]
-    cdef const int64_t* hkeys[MAX_ORDER]
-    cdef const uint32_t* hrows[MAX_ORDER]
-    cdef uint64_t hsize[MAX_ORDER]
-    cdef object stoi_get
     cdef dict stoi
     cdef int64_t unk
-    cdef int64_t sizes[MAX_ORDER]  # rows per order
-    cdef bint closed  # every n-gram's suffix is an n-gram: a miss at one order ends the search
+    cdef int64_t n_words
 
-    def __init__(self, list keys, list log10_prob, list log10_backoff, double missing, int64_t V,
-                 dict stoi, int64_t unk_id, list keep, bint suffix_closed=True):
-        cdef int k
-        cdef _KeyHash h
-        self.n = len(keys)
-        if not 1 <= self.n <= MAX_ORDER:
-            raise ValueError(f"order {self.n} is outside 1..{MAX_ORDER}")
-        self.V = V
-        self.missing = missing
-        self.hashes = [None]
-        self.arrays = []
-        self.stoi_get = stoi.get
-        self.stoi = stoi
-        self.closed = suffix_closed
-        self.unk = unk_id
-        for k in range(self.n):
-            p = np.ascontiguousarray(log10_prob[k], dtype=np.float64)
-            self.sizes[k] = p.shape[0]
-            self.arrays.append(p)
-            self.probs[k] = _dptr(p)
-            b = np.ascontiguousarray(log10_backoff[k], dtype=np.float64) if k < len(log10_backoff) else np.zeros(0)
-            self.arrays.append(b)
-            self.backs[k] = _dptr(b)
-            if keep is not None and keep[k] is not None:
-                kp = np.ascontiguousarray(keep[k], dtype=np.uint8)
-                self.arrays.append(kp)
-                self.keep[k] = _u8ptr(kp)
-            else:
-                self.keep[k] = NULL
-            if k >= 1:
-                h = _KeyHash()
-                h.build(np.ascontiguousarray(keys[k], dtype=np.int64))
-                self.hashes.append(h)
-                self.hkeys[k] = h.keys
-                self.hrows[k] = h.rows
-                self.hsize[k] = h.size
-            else:
-                self.hkeys[k] = NULL
-                self.hrows[k] = NULL
+    cdef double _score(self, State s, int64_t w, State out, int* matched) noexcept:
+        return 0.0
 
-    def set_suffix_closed(self, bint closed):
-        """Whether every n-gram's suffix is an n-gram (then a miss ends the search for longer ones)."""
-        self.closed = closed
-
-    def find_many(self, int k, const int64_t[:] queries):
-        """Row of each packed key in the order-k table, -1 where absent (negative queries miss)."""
-        cdef Py_ssize_t i, n = queries.shape[0]
-        out_a = np.empty(n, dtype=np.int64)
-        cdef int64_t[:] out = out_a
-        if not 2 <= k <= self.n:
-            raise ValueError(f"no hash for order {k}")
-        with nogil:
-            for i in range(n):
-                out[i] = self._find(k, queries[i]) if queries[i] >= 0 else -1
-        return out_a
+    cdef int _check(self, State s) except -1:
+        return 0
 
     cdef inline int64_t _wid(self, object word) except? -1:
         # The dict lookup without a Python-level call of dict.get: the state API's hottest line.
@@ -911,9 +851,6 @@ cdef class Tables:
         if v == NULL:
             return self.unk
         return PyLong_AsLongLong(<object>v)
-
-    cdef inline int64_t _find(self, int L, int64_t key) noexcept nogil:
-        return _hfind(self.hkeys[L - 1], self.hrows[L - 1], self.hsize[L - 1], key)
 
     def begin_sentence(self, State state, int64_t bos_id):
         if self.n > 1:
@@ -929,61 +866,7 @@ cdef class Tables:
         state.hist = 0
 
     def word_id(self, word):
-        return self.stoi_get(word, self.unk)
-
-    cdef double _score(self, State s, int64_t w, State out, int* matched):
-        cdef int64_t new[MAX_ORDER]
-        cdef int64_t r, V = self.V
-        cdef int j = s.length, m = 1, L, nnew, i, hist
-        cdef double lp
-        new[0] = w
-        nnew = 1
-        for L in range(2, j + 2):
-            # Row of (the last L-1 history words, w) in the order-L table.  A pruned model can keep
-            # "a b c" without "b c": a state row is then -1 (not an n-gram) below rows that exist,
-            # and the search goes on past a miss.  In a suffix-closed model nothing longer exists
-            # after a miss, so it stops there (KenLM's search).
-            r = self._find(L, s.r[L - 2] * V + w) if s.r[L - 2] >= 0 else -1
-            new[L - 1] = r
-            if r >= 0:
-                m = L
-                nnew = L
-            elif self.closed:
-                break
-        lp = self.probs[m - 1][new[m - 1]]
-        for i in range(m, s.hist + 1):
-            # Back-off weights of the contexts longer than the match (1, log 0, where a context is
-            # not an n-gram of a proper model; stupid backoff's constant beyond the stored rows).
-            if i <= j and s.r[i - 1] >= 0:
-                lp += self.backs[i - 1][s.r[i - 1]]
-            elif i > j or self.missing != 0.0:
-                lp += self.missing
-        if nnew > self.n - 1:
-            nnew = self.n - 1
-        if self.missing == 0.0:
-            # KenLM's state minimisation (see ngramlm.query): drop rows nothing extends.
-            while nnew > 0 and (new[nnew - 1] < 0 or not self.keep[nnew][new[nnew - 1]]):
-                nnew -= 1
-            hist = nnew
-        else:
-            hist = s.hist + 1 if s.hist + 1 < self.n - 1 else self.n - 1
-        memcpy(out.r, new, nnew * sizeof(int64_t))
-        out.length = nnew
-        out.hist = hist
-        matched[0] = m
-        return lp
-
-    cdef int _check(self, State s) except -1:
-        """A state made by another model (or by hand) could point past these tables: refuse it."""
-        cdef int i
-        if s.length > self.n - 1 or s.hist > self.n - 1 or s.hist < 0:
-            raise ValueError(f"this state (rows={s.rows}, hist={s.hist}) does not belong to this order-{self.n} "
-                             "model; start from BeginSentenceWrite/NullContextWrite of this model")
-        for i in range(s.length):
-            if s.r[i] < -1 or s.r[i] >= self.sizes[i] or (i == 0 and s.r[i] < 0):
-                raise ValueError(f"this state (rows={s.rows}) does not belong to this model; start from "
-                                 "BeginSentenceWrite/NullContextWrite of this model")
-        return 0
+        return self._wid(word)
 
     def base_score(self, State in_state, word, State out_state):
         cdef int m
@@ -997,6 +880,14 @@ cdef class Tables:
         cdef int64_t wid = self._wid(word)
         cdef double lp = self._score(in_state, wid, out_state, &m)
         return lp, m, wid
+
+    def score_ids(self, State in_state, int64_t wid, State out_state):
+        cdef int m
+        self._check(in_state)
+        if wid < 0 or wid >= self.n_words:
+            raise ValueError(f"word id {wid} is outside this model's vocabulary")
+        cdef double lp = self._score(in_state, wid, out_state, &m)
+        return lp, m
 
     def sentence(self, list words, bint bos, bint eos, int64_t bos_id, int64_t eos_id, bint full):
         """A whole sentence: its total log10 p, or with ``full`` a list of (log10 p, length, oov)."""
@@ -1027,27 +918,220 @@ cdef class Tables:
                 out.append((lp, m, False))
         return out if full else total
 
-    def score_ids(self, State in_state, int64_t wid, State out_state):
-        cdef int m
-        self._check(in_state)
-        if wid < 0 or wid >= self.sizes[0]:
-            raise ValueError(f"word id {wid} is outside this model's vocabulary")
-        cdef double lp = self._score(in_state, wid, out_state, &m)
-        return lp, m
+
+# One slot of an order's hash: the packed key (context row * V + word, -1 empty), the row, and whether a
+# query state must remember that row (KenLM's state minimisation).  The row's log10 p and back-off sit
+# together in a _Row: a found n-gram costs two cache lines (slot, row), not four (key, row, p, keep).
+cdef struct _Slot:
+    int64_t key
+    uint32_t row
+    uint32_t keep
+
+cdef struct _Row:
+    double prob
+    double back
 
 
-cdef const double* _dptr(object a):
-    cdef const double[:] v = a
-    if v.shape[0] == 0:
-        return NULL
-    return &v[0]
+cdef inline const _Slot* _sfind(const _Slot* t, uint64_t size, int64_t key) noexcept nogil:
+    cdef uint64_t h = _slot(key, size)
+    while True:
+        if t[h].key == key:
+            return &t[h]
+        if t[h].key < 0:
+            return NULL
+        h += 1
+        if h == size:
+            h = 0
 
 
-cdef const uint8_t* _u8ptr(object a):
-    cdef const uint8_t[:] v = a
-    if v.shape[0] == 0:
-        return NULL
-    return &v[0]
+cdef class Tables(_StateModel):
+    """The query tables of a back-off model in C arrays: per order a hash of slots and the rows'
+    log10 probabilities and back-offs side by side."""
+
+    cdef int64_t V
+    cdef double missing
+    cdef _Slot* slots[MAX_ORDER]  # orders 2..n (index k-1); NULL for unigrams
+    cdef uint64_t ssize[MAX_ORDER]
+    cdef _Row* rowdata[MAX_ORDER]
+    cdef uint8_t* keep1  # unigram rows a state must remember (NULL: every row)
+    cdef int64_t sizes[MAX_ORDER]  # rows per order
+    cdef bint closed  # every n-gram's suffix is an n-gram: a miss at one order ends the search
+    cdef bint minimise  # keep flags exist (a proper model): drop state rows nothing extends
+
+    def __cinit__(self):
+        cdef int k
+        for k in range(MAX_ORDER):
+            self.slots[k] = NULL
+            self.rowdata[k] = NULL
+            self.ssize[k] = 0
+        self.keep1 = NULL
+
+    def __dealloc__(self):
+        cdef int k
+        for k in range(MAX_ORDER):
+            free(self.slots[k])
+            free(self.rowdata[k])
+        free(self.keep1)
+
+    def __init__(self, list keys, list log10_prob, list log10_backoff, double missing, int64_t V,
+                 dict stoi, int64_t unk_id, list keep, bint suffix_closed=True):
+        cdef int k
+        cdef Py_ssize_t i, m
+        cdef const double[:] pv
+        cdef const double[:] bv
+        cdef const int64_t[:] kv
+        cdef const uint8_t[:] ev
+        cdef _Row* rd
+        cdef _Slot* t
+        cdef uint64_t size, h
+        cdef bint has_keep
+        self.n = len(keys)
+        if not 1 <= self.n <= MAX_ORDER:
+            raise ValueError(f"order {self.n} is outside 1..{MAX_ORDER}")
+        self.V = V
+        self.missing = missing
+        self.stoi = stoi
+        self.closed = suffix_closed
+        self.unk = unk_id
+        self.minimise = missing == 0.0 and keep is not None
+        for k in range(self.n):
+            pv = np.ascontiguousarray(log10_prob[k], dtype=np.float64)
+            m = pv.shape[0]
+            self.sizes[k] = m
+            b = np.ascontiguousarray(log10_backoff[k], dtype=np.float64) if k < len(log10_backoff) else None
+            bv = b if b is not None and b.shape[0] == m else np.zeros(m)
+            rd = <_Row*>malloc(max(m, 1) * sizeof(_Row))
+            if rd == NULL:
+                raise MemoryError()
+            self.rowdata[k] = rd
+            for i in range(m):
+                rd[i].prob = pv[i]
+                rd[i].back = bv[i]
+            # keep[k+1] flags the order-(k+1) rows (k+1 = 1..n-1) a state must remember.
+            e = None
+            if self.minimise and k + 1 < self.n and k + 1 < len(keep) and keep[k + 1] is not None:
+                e = np.ascontiguousarray(keep[k + 1], dtype=np.uint8)
+            if k == 0:
+                if e is not None and m > 0:
+                    ev = e
+                    self.keep1 = <uint8_t*>malloc(m)
+                    if self.keep1 == NULL:
+                        raise MemoryError()
+                    memcpy(self.keep1, &ev[0], m)
+                self.n_words = m
+                continue
+            kv = np.ascontiguousarray(keys[k], dtype=np.int64)
+            if kv.shape[0] != m:
+                raise ValueError(f"order {k + 1}: {kv.shape[0]} keys for {m} probabilities")
+            if m >= 0xFFFFFFFF:
+                raise OverflowError("more than 2**32 n-grams of one order")
+            size = <uint64_t>(m / 0.6) + 16
+            t = <_Slot*>malloc(size * sizeof(_Slot))
+            if t == NULL:
+                raise MemoryError()
+            self.slots[k] = t
+            self.ssize[k] = size
+            has_keep = e is not None
+            if has_keep:
+                ev = e
+            with nogil:
+                for h in range(size):
+                    t[h].key = -1
+                for i in range(m):
+                    h = _slot(kv[i], size)
+                    while t[h].key >= 0:
+                        h += 1
+                        if h == size:
+                            h = 0
+                    t[h].key = kv[i]
+                    t[h].row = <uint32_t>i
+                    t[h].keep = ev[i] if has_keep else 1
+
+    def set_suffix_closed(self, bint closed):
+        """Whether every n-gram's suffix is an n-gram (then a miss ends the search for longer ones)."""
+        self.closed = closed
+
+    def find_many(self, int k, const int64_t[:] queries):
+        """Row of each packed key in the order-k table, -1 where absent (negative queries miss)."""
+        cdef Py_ssize_t i, n = queries.shape[0]
+        cdef const _Slot* e
+        out_a = np.empty(n, dtype=np.int64)
+        cdef int64_t[:] out = out_a
+        if not 2 <= k <= self.n:
+            raise ValueError(f"no hash for order {k}")
+        with nogil:
+            for i in range(n):
+                e = _sfind(self.slots[k - 1], self.ssize[k - 1], queries[i]) if queries[i] >= 0 else NULL
+                out[i] = -1 if e == NULL else e.row
+        return out_a
+
+    @property
+    def nbytes(self):
+        """Bytes of the compiled tables (slots and rows)."""
+        cdef int k
+        return sum(self.ssize[k] * sizeof(_Slot) + self.sizes[k] * sizeof(_Row) for k in range(self.n))
+
+    cdef double _score(self, State s, int64_t w, State out, int* matched) noexcept:
+        cdef int64_t new[MAX_ORDER]
+        cdef uint32_t kept[MAX_ORDER]
+        cdef int64_t r, V = self.V
+        cdef int j = s.length, m = 1, L, nnew, i, hist
+        cdef const _Slot* e
+        cdef double lp
+        new[0] = w
+        kept[0] = 1 if self.keep1 == NULL else self.keep1[w]
+        nnew = 1
+        for L in range(2, j + 2):
+            # Row of (the last L-1 history words, w) in the order-L table.  A pruned model can keep
+            # "a b c" without "b c": a state row is then -1 (not an n-gram) below rows that exist,
+            # and the search goes on past a miss.  In a suffix-closed model nothing longer exists
+            # after a miss, so it stops there (KenLM's search).
+            e = _sfind(self.slots[L - 1], self.ssize[L - 1], s.r[L - 2] * V + w) if s.r[L - 2] >= 0 else NULL
+            if e != NULL:
+                new[L - 1] = e.row
+                kept[L - 1] = e.keep
+                m = L
+                nnew = L
+            else:
+                new[L - 1] = -1
+                kept[L - 1] = 0
+                if self.closed:
+                    break
+        lp = self.rowdata[m - 1][new[m - 1]].prob
+        for i in range(m, s.hist + 1):
+            # Back-off weights of the contexts longer than the match (1, log 0, where a context is
+            # not an n-gram of a proper model; stupid backoff's constant beyond the stored rows).
+            # The history's rows were found by the call before: their _Row is likely in cache.
+            if i <= j and s.r[i - 1] >= 0:
+                lp += self.rowdata[i - 1][s.r[i - 1]].back
+            elif i > j or self.missing != 0.0:
+                lp += self.missing
+        if nnew > self.n - 1:
+            nnew = self.n - 1
+        if self.missing == 0.0:
+            # KenLM's state minimisation (see ngramlm.query): drop rows nothing extends.
+            while nnew > 0 and (new[nnew - 1] < 0 or not kept[nnew - 1]):
+                nnew -= 1
+            hist = nnew
+        else:
+            hist = s.hist + 1 if s.hist + 1 < self.n - 1 else self.n - 1
+        memcpy(out.r, new, nnew * sizeof(int64_t))
+        out.length = nnew
+        out.hist = hist
+        matched[0] = m
+        return lp
+
+    cdef int _check(self, State s) except -1:
+        """A state made by another model (or by hand) could point past these tables: refuse it."""
+        cdef int i
+        if s.length > self.n - 1 or s.hist > self.n - 1 or s.hist < 0:
+            raise ValueError(f"this state (rows={s.rows}, hist={s.hist}) does not belong to this order-{self.n} "
+                             "model; start from BeginSentenceWrite/NullContextWrite of this model")
+        for i in range(s.length):
+            if s.r[i] < -1 or s.r[i] >= self.sizes[i] or (i == 0 and s.r[i] < 0):
+                raise ValueError(f"this state (rows={s.rows}) does not belong to this model; start from "
+                                 "BeginSentenceWrite/NullContextWrite of this model")
+        return 0
 
 
 # ----------------------------------------------------------------------------- suffix-array queries (∞-gram)
@@ -1276,13 +1360,12 @@ cdef inline float _kprob(float stored, bint* extends) noexcept nogil:
     return u.f
 
 
-cdef class ProbingTables:
+cdef class ProbingTables(_StateModel):
     """The state API over a KenLM probing binary's mapped tables (``ngramlm.kenlm_binary.ProbingSearch``),
     KenLM's own search: the key of an n-gram is a hash chain from its last word back, each table is
     probed linearly, and the search stops where an n-gram does not extend to the left.  States hold
     this toolkit's word ids, most recent first (as in ``Tables``), so sentences start the same way."""
 
-    cdef int n
     cdef const _PUni* uni
     cdef const _PMid* mid[MAX_ORDER]
     cdef uint64_t msize[MAX_ORDER]
@@ -1290,8 +1373,6 @@ cdef class ProbingTables:
     cdef uint64_t lsize
     cdef const int64_t* to_k
     cdef int64_t V
-    cdef dict stoi
-    cdef int64_t unk
     cdef list arrays
 
     def __init__(self, unigram, list middles, longest, dict stoi, to_kenlm, int64_t unk_id):
@@ -1314,6 +1395,7 @@ cdef class ProbingTables:
         tk = to_kenlm
         self.to_k = &tk[0]
         self.V = to_kenlm.shape[0]
+        self.n_words = self.V
         self.stoi = stoi
         self.unk = unk_id
 
@@ -1340,12 +1422,6 @@ cdef class ProbingTables:
             b += 1
             if b == nb:
                 b = 0
-
-    cdef inline int64_t _wid(self, object word) except? -1:
-        cdef PyObject* v = PyDict_GetItem(self.stoi, word)
-        if v == NULL:
-            return self.unk
-        return PyLong_AsLongLong(<object>v)
 
     cdef double _score(self, State s, int64_t w, State out, int* matched) noexcept:
         cdef int n = self.n, j = s.length, i, k, m = 1, keep, ncb = 0
@@ -1410,44 +1486,3 @@ cdef class ProbingTables:
                 raise ValueError(f"this state (rows={s.rows}) does not belong to this model; start from "
                                  "BeginSentenceWrite/NullContextWrite of this model")
         return 0
-
-    def base_score(self, State in_state, word, State out_state):
-        cdef int m
-        self._check(in_state)
-        return self._score(in_state, self._wid(word), out_state, &m)
-
-    def score_ids(self, State in_state, int64_t wid, State out_state):
-        cdef int m
-        self._check(in_state)
-        if wid < 0 or wid >= self.V:
-            raise ValueError(f"word id {wid} is outside this model's vocabulary")
-        cdef double lp = self._score(in_state, wid, out_state, &m)
-        return lp, m
-
-    def sentence(self, list words, bint bos, bint eos, int64_t bos_id, int64_t eos_id, bint full):
-        cdef State a = State.__new__(State)
-        cdef State b = State.__new__(State)
-        cdef State t
-        cdef double total = 0.0, lp
-        cdef int m
-        cdef int64_t wid
-        cdef list out = [] if full else None
-        if bos:
-            a.r[0] = bos_id
-            a.length = 1
-            a.hist = 1
-        for w in words:
-            wid = self._wid(w)
-            lp = self._score(a, wid, b, &m)
-            total += lp
-            if full:
-                out.append((lp, m, wid == self.unk))
-            t = a
-            a = b
-            b = t
-        if eos:
-            lp = self._score(a, eos_id, b, &m)
-            total += lp
-            if full:
-                out.append((lp, m, False))
-        return out if full else total
