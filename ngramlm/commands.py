@@ -381,6 +381,9 @@ def _merged_counts(lm, smoother, sources, vocab, order, texts, weights_spec, tun
     res = tune_weights(len(texts), dev_ppl, say=lambda m: click.echo(f"  {m}", err=True))
     click.echo(f"weights {','.join(f'{w:.4g}' for w in res.weights)}: dev ppl {res.dev_ppl:.4f} "
                f"({len(res.trials)} tries)", err=True)
+    if res.at_edge:
+        click.echo("note: a weight is at the end of the search range (2^-10 .. 2^10): the dev text may be too "
+                   "small or unlike every text but one; give --weights to set it", err=True)
     record.update(weights=res.weights, tuned_on=d_where, dev_ppl=res.dev_ppl, tries=len(res.trials))
     return src.weighted(res.weights), MergedSmoother(smoother, src, res.weights), record
 

@@ -225,6 +225,7 @@ class WeightSearch:
     weights: list
     dev_ppl: float
     trials: list  # (weights, dev ppl) in the order tried
+    at_edge: bool = False  # a weight ended at the end of the search range (the optimum may lie beyond)
 
     def to_dict(self) -> dict:
         return {"weights": self.weights, "dev_ppl": self.dev_ppl,
@@ -260,4 +261,5 @@ def tune_weights(n_texts: int, dev_perplexity: Callable[[list], float], *,
     else:
         optimize.minimize(objective, np.zeros(n_texts - 1), method="Nelder-Mead", options={"xatol": tol, "fatol": 1e-5})
     best_w, best_p = min(trials, key=lambda t: t[1])
-    return WeightSearch(weights=best_w, dev_ppl=best_p, trials=trials)
+    edge = any(min(abs(math.log2(w) - lo), abs(math.log2(w) - hi)) < 0.1 for w in best_w[1:])
+    return WeightSearch(weights=best_w, dev_ppl=best_p, trials=trials, at_edge=edge)
