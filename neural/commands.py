@@ -23,7 +23,7 @@ from corpora.tokenize import TokenizerSpec, spec_from_text
 from corpora.options import TOKENIZER, data_dir_option, json_option, seed_option, threads_option
 from corpora.textio import check_writable
 
-from .config import MODEL_NAMES, MODEL_PRESETS, TRAIN_PRESETS, resolve_lm_config
+from .config import MODEL_NAMES, MODEL_PRESETS, TRAIN_PRESETS, architecture, resolve_lm_config
 
 def _set_threads(threads: int) -> None:
     import torch
@@ -217,6 +217,7 @@ def _load_dataset(corpus: str, data_dir, tokenizer, min_count: int, max_vocab: O
 
 
 _RNN, _TF = MODEL_PRESETS["default"]["rnn"], MODEL_PRESETS["default"]["transformer"]
+_LSTM = architecture("lstm").preset("default")  # what the default LSTM has of its own (2 x 300, dropout 0.35)
 _RNN_TRAIN, _TF_TRAIN = TRAIN_PRESETS["rnn"], TRAIN_PRESETS["transformer"]
 
 
@@ -243,11 +244,14 @@ def _both(field: str, fmt=str) -> str:
 @click.option("--min-count", type=int, default=1, show_default=True, help="Vocabulary: minimum training count.")
 @click.option("--max-vocab", type=int, default=None, help="Vocabulary: keep at most this many word types.")
 @click.option("--emb-size", type=int, default=None, help="RNN embedding width [default: --hidden-size].")
-@click.option("--hidden-size", type=int, default=_RNN.hidden_size, show_default=True, help="RNN state width.")
+@click.option("--hidden-size", type=int, default=None,
+              help=f"RNN state width [default: {_LSTM.get('hidden_size', _RNN.hidden_size)} LSTM, {_RNN.hidden_size} "
+                   "other RNNs].")
 @click.option("--layers", type=int, default=None,
               help=f"Layers [default: {_RNN.n_layers} for RNNs, {_TF.n_layers} for the Transformer].")
 @click.option("--dropout", type=float, default=None,
-              help=f"Dropout [default: {_RNN.dropout} RNN, {_TF.dropout} Transformer].")
+              help=f"Dropout [default: {_LSTM.get('dropout', _RNN.dropout)} LSTM, {_RNN.dropout} other RNNs, "
+                   f"{_TF.dropout} Transformer].")
 @click.option("--tie/--no-tie", default=True, show_default=True, help="Tie input and output embeddings.")
 @click.option("--locked-dropout/--no-locked-dropout", default=None,
               help="RNN: one dropout mask per sequence, shared across time steps (variational dropout).")

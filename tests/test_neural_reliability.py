@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch", reason="the neural extra is not installed (
 from corpora import load_corpus, prepare  # noqa: E402
 from corpora.errors import InputError  # noqa: E402
 from neural import precision  # noqa: E402
-from neural.config import (COMPARE_TRAIN_PRESETS, MODEL_PRESETS, TRAIN_PRESETS, RNNConfig, TrainConfig,  # noqa: E402
+from neural.config import (COMPARE_TRAIN_PRESETS, MODEL_PRESETS, architecture, TRAIN_PRESETS, RNNConfig, TrainConfig,  # noqa: E402
                            TransformerConfig, parse_override, sized)
 from neural.models import build_model  # noqa: E402
 from neural.train import Trainer  # noqa: E402
@@ -26,7 +26,10 @@ def test_the_default_preset_is_what_the_dataclasses_and_the_cli_say(run_cli):
     code, out, _ = run_cli("neural", "train", "--help")
     assert code == 0
     flat = " ".join(out.split())
-    assert f"Dropout [default: {rnn.dropout} RNN, {tf.dropout} Transformer]" in flat
+    lstm = architecture("lstm").preset("default")
+    assert lstm == {"emb_size": 300, "hidden_size": 300, "dropout": 0.35}  # what docs/ladder.md measured
+    assert f"Dropout [default: 0.35 LSTM, {rnn.dropout} other RNNs, {tf.dropout} Transformer]" in flat
+    assert f"RNN state width [default: 300 LSTM, {rnn.hidden_size} other RNNs]" in flat
     assert "--positional [sinusoidal|learned]" in flat and "[default: learned]" in flat
 
 
