@@ -146,6 +146,9 @@ def model_ngrams(model) -> dict:
         else:
             bo, ext = None, None
         out[k] = {"words": words, "prob": prob, "backoff": bo, "extends": ext}
+        if k == 1:
+            out[1]["row_of_id"] = np.full(V, -1, dtype=np.int64)
+            out[1]["row_of_id"][sel] = np.arange(len(sel))
         words_prev = words_all
     return out
 
@@ -289,10 +292,18 @@ def _positions(sorted_keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
     return np.where(sorted_keys[pos] == queries, pos, -1)
 
 
-def _suffix_closed(model) -> bool:
-    """Whether every n-gram's suffix is an n-gram (models as estimated: then no blanks are needed)."""
+def _closed_suffix_rows(model):
+    """The model's suffix rows (``NgramTables.suffix_rows``) when every n-gram's suffix is an n-gram
+    (models as estimated: then no blanks are needed), else None."""
     tables = getattr(model, "tables_", None)
-    return tables is not None and tables.is_suffix_closed(lambda k, q: _positions(tables.keys[k - 1], q))
+    if tables is None:
+        return None
+    suf = tables.suffix_rows(lambda k, q: _positions(tables.keys[k - 1], q))
+    return suf if all(x is None or bool(np.all(x >= 0)) for x in suf) else None
+
+
+def _suffix_closed(model) -> bool:
+    return _closed_suffix_rows(model) is not None
 
 
 def _add_blanks(orders: dict, n: int) -> dict:
@@ -578,7 +589,8 @@ def probing_bytes(model, opts: BinaryOptions) -> bytes:
     # after the real n-grams of their order, in the order build_binary meets them -- the order
     # _add_blanks lists them in.  The header keeps the ARPA's counts: blanks use the spare buckets.
     orders = {k: _Order(ours_to_k[g[k]["words"]], g[k]["prob"], g[k]["backoff"]) for k in range(1, n + 1)}
-    if not _suffix_closed(model):
+    suf = _closed_suffix_rows(model)
+    if suf is None:
         _add_blanks(orders, n)
     # Sign bits: set on every probability ("does not extend left") except where the n-gram is the
     # suffix of a longer one (real or blank); back-off weights carry the extension flag.
@@ -586,7 +598,10 @@ def probing_bytes(model, opts: BinaryOptions) -> bytes:
     extends_left = {}
     for k in range(1, n):
         extends_left[k] = np.zeros(len(orders[k].prob), dtype=bool)
-        at = orders[k].find(orders[k + 1].words[:, 1:])
+        if suf is not None:  # the model's rows, in the order model_ngrams lists them (unigrams: no <pad>)
+            at = suf[k] if k > 1 else g[1]["row_of_id"][suf[1]]  # suf[k]: the (k+1)-grams' suffix rows
+        else:
+            at = orders[k].find(orders[k + 1].words[:, 1:])
         if np.any(at < 0):
             raise InputError(f"a {k + 1}-gram's suffix is missing after adding blanks", fix="report this model")
         extends_left[k][at] = True
