@@ -743,7 +743,7 @@ def _read_arpa_fast(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: st
         probs, bos, raw_keys = got
         if k == 2 and order > 2 and len(raw_keys) > 1 and not np.all(raw_keys[1:] > raw_keys[:-1]):
             index = [None] * order
-        perm = np.argsort(raw_keys, kind="stable")
+        perm = np.argsort(raw_keys)  # distinct keys (duplicates go to the careful parser): no need for stable
         keys = raw_keys[perm]
         del raw_keys
         if len(keys) > 1 and (keys[1:] == keys[:-1]).any():

@@ -424,7 +424,7 @@ def trie_bytes(model, opts: BinaryOptions) -> bytes:
                                      "`ngramlm prune`), or run build_binary on the exported ARPA")
             row = pos
         raw = row * c0 + stored[:, -1]
-        perm = np.argsort(raw, kind="stable")
+        perm = np.argsort(raw)  # distinct keys (checked below): an unstable sort is 4x faster
         packed = raw[perm]
         if len(packed) > 1 and np.any(packed[1:] == packed[:-1]):
             raise InputError(f"duplicate {k}-grams", fix="the model is damaged")
