@@ -771,10 +771,15 @@ cdef class State:
     cdef int64_t r[MAX_ORDER]
     cdef int length
     cdef public int hist
+    # The back-off weights of the rows, as KenLM's state keeps them, so the next word's score reads
+    # them here instead of from a table (a cache miss each); valid only for the Tables that wrote them.
+    cdef double b[MAX_ORDER]
+    cdef const void* bowner
 
     def __cinit__(self):
         self.length = 0
         self.hist = 0
+        self.bowner = NULL
 
     @property
     def rows(self):
@@ -788,6 +793,7 @@ cdef class State:
         for i, v in enumerate(value):
             self.r[i] = v
         self.length = len(value)
+        self.bowner = NULL
 
     def __eq__(self, other):
         if not isinstance(other, State):
@@ -813,6 +819,8 @@ cdef class State:
         s.length = self.length
         s.hist = self.hist
         memcpy(s.r, self.r, self.length * sizeof(int64_t))
+        memcpy(s.b, self.b, self.length * sizeof(double))
+        s.bowner = self.bowner
         return s
 
     def __reduce__(self):  # copy.deepcopy and friends; never used to load models
@@ -853,6 +861,7 @@ cdef class _StateModel:
         return PyLong_AsLongLong(<object>v)
 
     def begin_sentence(self, State state, int64_t bos_id):
+        state.bowner = NULL
         if self.n > 1:
             state.r[0] = bos_id
             state.length = 1
@@ -862,6 +871,7 @@ cdef class _StateModel:
             state.hist = 0
 
     def null_context(self, State state):
+        state.bowner = NULL
         state.length = 0
         state.hist = 0
 
@@ -919,17 +929,15 @@ cdef class _StateModel:
         return out if full else total
 
 
-# One slot of an order's hash: the packed key (context row * V + word, -1 empty), the row, and whether a
-# query state must remember that row (KenLM's state minimisation).  The row's log10 p and back-off sit
-# together in a _Row: a found n-gram costs two cache lines (slot, row), not four (key, row, p, keep).
+# One slot of an order's hash: the packed key (context row * V + word, -1 empty), the n-gram's log10 p
+# and back-off, its row, and whether a query state must remember that row (KenLM's state minimisation):
+# a found n-gram costs one cache line, as in KenLM's probing entries, not four (key, row, p, keep).
 cdef struct _Slot:
     int64_t key
-    uint32_t row
-    uint32_t keep
-
-cdef struct _Row:
     double prob
     double back
+    uint32_t row
+    uint32_t keep
 
 
 cdef inline const _Slot* _sfind(const _Slot* t, uint64_t size, int64_t key) noexcept nogil:
@@ -945,15 +953,18 @@ cdef inline const _Slot* _sfind(const _Slot* t, uint64_t size, int64_t key) noex
 
 
 cdef class Tables(_StateModel):
-    """The query tables of a back-off model in C arrays: per order a hash of slots and the rows'
-    log10 probabilities and back-offs side by side."""
+    """The query tables of a back-off model in C arrays: per order from 2 a hash of slots that hold
+    each n-gram's log10 probability and back-off; unigrams and the back-offs by row (for states made
+    elsewhere) read the model's own arrays."""
 
     cdef int64_t V
     cdef double missing
     cdef _Slot* slots[MAX_ORDER]  # orders 2..n (index k-1); NULL for unigrams
     cdef uint64_t ssize[MAX_ORDER]
-    cdef _Row* rowdata[MAX_ORDER]
+    cdef const double* probs1  # unigram log10 p by word id
+    cdef const double* backs[MAX_ORDER]  # back-off by row, orders 1..n-1 (the model's arrays)
     cdef uint8_t* keep1  # unigram rows a state must remember (NULL: every row)
+    cdef list arrays  # keeps the arrays behind the pointers alive
     cdef int64_t sizes[MAX_ORDER]  # rows per order
     cdef bint closed  # every n-gram's suffix is an n-gram: a miss at one order ends the search
     cdef bint minimise  # keep flags exist (a proper model): drop state rows nothing extends
@@ -962,15 +973,15 @@ cdef class Tables(_StateModel):
         cdef int k
         for k in range(MAX_ORDER):
             self.slots[k] = NULL
-            self.rowdata[k] = NULL
             self.ssize[k] = 0
+            self.backs[k] = NULL
         self.keep1 = NULL
+        self.probs1 = NULL
 
     def __dealloc__(self):
         cdef int k
         for k in range(MAX_ORDER):
             free(self.slots[k])
-            free(self.rowdata[k])
         free(self.keep1)
 
     def __init__(self, list keys, list log10_prob, list log10_backoff, double missing, int64_t V,
@@ -981,10 +992,9 @@ cdef class Tables(_StateModel):
         cdef const double[:] bv
         cdef const int64_t[:] kv
         cdef const uint8_t[:] ev
-        cdef _Row* rd
         cdef _Slot* t
         cdef uint64_t size, h
-        cdef bint has_keep
+        cdef bint has_keep, has_back
         self.n = len(keys)
         if not 1 <= self.n <= MAX_ORDER:
             raise ValueError(f"order {self.n} is outside 1..{MAX_ORDER}")
@@ -994,24 +1004,26 @@ cdef class Tables(_StateModel):
         self.closed = suffix_closed
         self.unk = unk_id
         self.minimise = missing == 0.0 and keep is not None
+        self.arrays = []
         for k in range(self.n):
-            pv = np.ascontiguousarray(log10_prob[k], dtype=np.float64)
-            m = pv.shape[0]
+            p = np.ascontiguousarray(log10_prob[k], dtype=np.float64)
+            m = p.shape[0]
             self.sizes[k] = m
+            pv = p
             b = np.ascontiguousarray(log10_backoff[k], dtype=np.float64) if k < len(log10_backoff) else None
-            bv = b if b is not None and b.shape[0] == m else np.zeros(m)
-            rd = <_Row*>malloc(max(m, 1) * sizeof(_Row))
-            if rd == NULL:
-                raise MemoryError()
-            self.rowdata[k] = rd
-            for i in range(m):
-                rd[i].prob = pv[i]
-                rd[i].back = bv[i]
+            has_back = b is not None and b.shape[0] == m and m > 0
+            if has_back:
+                self.arrays.append(b)
+                bv = b
+                self.backs[k] = &bv[0]
             # keep[k+1] flags the order-(k+1) rows (k+1 = 1..n-1) a state must remember.
             e = None
             if self.minimise and k + 1 < self.n and k + 1 < len(keep) and keep[k + 1] is not None:
                 e = np.ascontiguousarray(keep[k + 1], dtype=np.uint8)
             if k == 0:
+                self.arrays.append(p)
+                if m > 0:
+                    self.probs1 = &pv[0]
                 if e is not None and m > 0:
                     ev = e
                     self.keep1 = <uint8_t*>malloc(m)
@@ -1034,6 +1046,8 @@ cdef class Tables(_StateModel):
             has_keep = e is not None
             if has_keep:
                 ev = e
+            if has_back:
+                bv = b
             with nogil:
                 for h in range(size):
                     t[h].key = -1
@@ -1044,6 +1058,8 @@ cdef class Tables(_StateModel):
                         if h == size:
                             h = 0
                     t[h].key = kv[i]
+                    t[h].prob = pv[i]
+                    t[h].back = bv[i] if has_back else 0.0
                     t[h].row = <uint32_t>i
                     t[h].keep = ev[i] if has_keep else 1
 
@@ -1067,43 +1083,48 @@ cdef class Tables(_StateModel):
 
     @property
     def nbytes(self):
-        """Bytes of the compiled tables (slots and rows)."""
+        """Bytes of the compiled hash slots (the unigram and back-off arrays are the model's own)."""
         cdef int k
-        return sum(self.ssize[k] * sizeof(_Slot) + self.sizes[k] * sizeof(_Row) for k in range(self.n))
+        return sum(self.ssize[k] * sizeof(_Slot) for k in range(self.n))
 
     cdef double _score(self, State s, int64_t w, State out, int* matched) noexcept:
         cdef int64_t new[MAX_ORDER]
+        cdef double nb[MAX_ORDER]
         cdef uint32_t kept[MAX_ORDER]
-        cdef int64_t r, V = self.V
+        cdef int64_t V = self.V
         cdef int j = s.length, m = 1, L, nnew, i, hist
         cdef const _Slot* e
-        cdef double lp
+        cdef double lp = self.probs1[w]
+        cdef bint own = s.bowner == <const void*>self
         new[0] = w
+        nb[0] = self.backs[0][w] if self.backs[0] != NULL else 0.0
         kept[0] = 1 if self.keep1 == NULL else self.keep1[w]
         nnew = 1
         for L in range(2, j + 2):
-            # Row of (the last L-1 history words, w) in the order-L table.  A pruned model can keep
+            # The slot of (the last L-1 history words, w) in the order-L table.  A pruned model can keep
             # "a b c" without "b c": a state row is then -1 (not an n-gram) below rows that exist,
             # and the search goes on past a miss.  In a suffix-closed model nothing longer exists
             # after a miss, so it stops there (KenLM's search).
             e = _sfind(self.slots[L - 1], self.ssize[L - 1], s.r[L - 2] * V + w) if s.r[L - 2] >= 0 else NULL
             if e != NULL:
                 new[L - 1] = e.row
+                nb[L - 1] = e.back
                 kept[L - 1] = e.keep
+                lp = e.prob
                 m = L
                 nnew = L
             else:
                 new[L - 1] = -1
+                nb[L - 1] = 0.0
                 kept[L - 1] = 0
                 if self.closed:
                     break
-        lp = self.rowdata[m - 1][new[m - 1]].prob
         for i in range(m, s.hist + 1):
             # Back-off weights of the contexts longer than the match (1, log 0, where a context is
-            # not an n-gram of a proper model; stupid backoff's constant beyond the stored rows).
-            # The history's rows were found by the call before: their _Row is likely in cache.
+            # not an n-gram of a proper model; stupid backoff's constant beyond the stored rows):
+            # from the state when these tables wrote it, else by row.
             if i <= j and s.r[i - 1] >= 0:
-                lp += self.rowdata[i - 1][s.r[i - 1]].back
+                lp += s.b[i - 1] if own else self.backs[i - 1][s.r[i - 1]]
             elif i > j or self.missing != 0.0:
                 lp += self.missing
         if nnew > self.n - 1:
@@ -1116,6 +1137,8 @@ cdef class Tables(_StateModel):
         else:
             hist = s.hist + 1 if s.hist + 1 < self.n - 1 else self.n - 1
         memcpy(out.r, new, nnew * sizeof(int64_t))
+        memcpy(out.b, nb, nnew * sizeof(double))
+        out.bowner = <const void*>self
         out.length = nnew
         out.hist = hist
         matched[0] = m
@@ -1474,6 +1497,7 @@ cdef class ProbingTables(_StateModel):
             out.r[0] = w
         out.length = keep
         out.hist = keep
+        out.bowner = NULL
         matched[0] = m
         return lp
 
