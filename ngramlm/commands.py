@@ -126,9 +126,10 @@ def other_kind(path: str):
               help="Streaming build: where mkn/kn estimation runs.  auto (default): out of core, in chunks through "
                    "--temp-dir, when the merged counts would not fit --memory; disk: always; memory: never.")
 @click.option("--weights", "weights_spec", default=None, metavar="W1,W2,...",
-              help="Count merging: each TEXT is a separate source and its counts are multiplied by its weight "
-                   "before smoothing (1,1 = the texts concatenated; 1,4 = the second text four times; fractions "
-                   "allowed).  Adapts a general model to a small in-domain text.")
+              help="Count merging: each TEXT is counted and discounted on its own, and its statistics weighted "
+                   "(1,4: the second text's counts four times the first's, each text keeping its own discounts; "
+                   "relative; 0 leaves a text out).  Adapts a general model to a small in-domain text "
+                   "(docs/asr.md).")
 @click.option("--tune-weights", "tune_dev", default=None, metavar="DEV",
               help="Count merging: choose the weights that minimise the perplexity of DEV (a file, or a corpus "
                    "name for its valid split); the first TEXT keeps weight 1.")
@@ -155,6 +156,8 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
     weighted = weights_spec is not None or tune_dev is not None
     if weighted:
         _check_weighted_options(texts, memory, temp_dir, dask_address, estimation, compat, smoothing)
+        if weights_spec is not None and tune_dev is not None:
+            raise click.UsageError("--weights gives the weights and --tune-weights searches them: give one")
     streamed = (len(texts) > 1 and not weighted) or memory is not None or temp_dir is not None or dask_address is not None \
         or estimation == "disk"
     if output.isdigit():
@@ -361,8 +364,6 @@ def _merged_counts(lm, smoother, sources, vocab, order, texts, weights_spec, tun
         weights = parse_weights(weights_spec, len(texts))
         record["weights"] = weights
         return src.weighted(weights), MergedSmoother(smoother, src, weights), record
-    if weights_spec is not None:
-        raise click.UsageError("--weights gives the weights and --tune-weights searches them: give one")
     dev_split = "valid" if tune_dev in REGISTRY and not Path(tune_dev).exists() else split
     d_sents, _, d_where = load_sentences(tune_dev, split=dev_split, data_dir=data_dir, tokenizer_spec=used_spec)
     dev = vocab.encode_sentences(d_sents)
