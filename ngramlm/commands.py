@@ -158,6 +158,10 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
         _check_weighted_options(texts, memory, temp_dir, dask_address, estimation, compat, smoothing)
         if weights_spec is not None and tune_dev is not None:
             raise click.UsageError("--weights gives the weights and --tune-weights searches them: give one")
+        if weights_spec is not None:
+            from ngramlm.count_merge import parse_weights
+
+            parse_weights(weights_spec, len(texts))  # a bad list fails now, before the texts are read
     streamed = (len(texts) > 1 and not weighted) or memory is not None or temp_dir is not None or dask_address is not None \
         or estimation == "disk"
     if output.isdigit():
