@@ -50,7 +50,8 @@ class LadderOptions:
     window: int = 2000
     dynamic: bool = True
     rule: str = "rms"
-    tune_tokens: Optional[int] = 20000  # valid prefix the dynamic-evaluation grid is searched on
+    tune_tokens: Optional[int] = 10000  # valid prefix the dynamic-evaluation grid is searched on
+    segment_len: int = 20  # dynamic evaluation: tokens scored before each update
     rms_tokens: Optional[int] = 100000  # training tokens for the rms rule's gradient RMS
     infini: bool = True
     top: int = 8  # tokens listed per step
@@ -206,7 +207,7 @@ def climb(model, vocab, texts: dict, *, name: str, test_bytes: Optional[int] = N
             if opt.rule == "rms":
                 rms = gradient_rms(model, texts["train"].ids, max_tokens=opt.rms_tokens)
             tune_ids = ids["valid"] if opt.tune_tokens is None else ids["valid"][:opt.tune_tokens]
-            fit = tune_dynamic(model, tune_ids, rule=opt.rule, rms=rms)
+            fit = tune_dynamic(model, tune_ids, rule=opt.rule, rms=rms, segment_len=opt.segment_len)
             cfg = fit.config
             out = {s: dynamic_token_log_probs(model, ids[s], config=cfg, rms=rms, need_hidden=opt.cache)
                    for s in ("valid", "test")}

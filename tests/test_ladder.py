@@ -240,9 +240,10 @@ def test_the_ladder_end_to_end_on_a_small_corpus(tmp_path):
     ckpt = tmp_path / "small.pt"
     Trainer(m, ds.vocab, ds["train"].ids, ds["valid"].ids, TrainConfig(epochs=1, lr=5, patience=0), out=ckpt,
             progress=False, log=lambda s: None, data_info={"corpus": str(path)}).fit()
-    opts = LadderOptions(order=3, window=200, tune_tokens=300, rms_tokens=2000)
+    opts = LadderOptions(order=3, window=200, tune_tokens=300, rms_tokens=2000, segment_len=7)
     res = run_ladder(tmp_path / "small.best.pt", str(path), options=opts, log=lambda s: None)
     rows = {r["id"]: r for r in res["rows"]}
+    assert rows["dynamic"]["params"]["segment_len"] == rows["dynamic_cache"]["params"]["segment_len"] == 7
     assert res["ladder"] == ["ngram", "neural", "cache", "dynamic_cache", "mix_global", "mix_context", "mix3_context"]
     n = res["tokens"]["test"]
     assert n == ds["test"].n_tokens
