@@ -509,7 +509,7 @@ def _parse_text(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: str = 
     if not declared:
         raise err("no 'ngram N=COUNT' lines after \\data\\", i + 1)
     order = len(declared)
-    vocab = stoi = None
+    vocab = stoi = uni_listed = None
     sections = []  # per order: (ids (rows, k) int32 or unigram words, probs, backoffs, line numbers, first unknown)
     for k in range(1, order + 1):
         while pos <= len(raw):
@@ -547,6 +547,7 @@ def _parse_text(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: str = 
         pos = end
         if k == 1:
             words = [w for p in parts for w in p[0]]
+            uni_listed = words
             vocab = _vocab(words, unk_token, bos_token, eos_token)
             stoi = vocab.stoi_
             data = words
@@ -619,7 +620,7 @@ def _parse_text(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: str = 
         keys_l.append(keys)
         lp_l.append(lp.astype(np.float64))
         bo_l.append(bo.astype(np.float64) if k < order else np.zeros(0))
-    return _tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded)
+    return _tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded, uni_words=uni_listed)
 
 
 def _vocab(uni_words, unk_token: str, bos_token: str, eos_token: str) -> Vocab:
@@ -646,12 +647,19 @@ def _unigram_rows(V: int, ids: np.ndarray, probs: np.ndarray, bos: np.ndarray, h
     return np.arange(V, dtype=np.int64), lp, bo
 
 
-def _tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded: Optional[str] = None):
+def _tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded: Optional[str] = None, uni_words=None):
     from .tables import NgramTables
 
+    info = {"arpa": str(path)}
+    if uni_words is not None:
+        # A file without <s> or </s> (KenLM's build_binary refuses it unless -s): the writer needs to know.
+        listed = set(uni_words)
+        lacks = [t for t in (vocab.bos_token, vocab.eos_token) if t not in listed]
+        if lacks:
+            info["arpa_lacks"] = lacks
     return NgramTables(vocab=vocab, kind="backoff", keys=keys_l, n_ngrams=list(declared),
                        smoother_name=recorded or UNRECORDED,
-                       smoother_params={"source": str(path)}, info={"arpa": str(path)}, log10_prob=lp_l,
+                       smoother_params={"source": str(path)}, info=info, log10_prob=lp_l,
                        log10_backoff=bo_l, missing_backoff=0.0, is_distribution=True)
 
 
@@ -755,4 +763,4 @@ def _read_arpa_fast(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: st
         if index is not None and k < order:
             index[k - 1] = fast.KeyIndex(keys)
     recorded = _apply_meta(head, len(head), vocab, path)  # last, as in the careful parser: errors in its order
-    return _tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded)
+    return _tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded, uni_words=uni_words)

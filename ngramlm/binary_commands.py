@@ -32,8 +32,12 @@ from corpora.textio import check_writable
               help="Probing: hash table space multiplier (> 1.0).")
 @click.option("-v", "no_vocab", is_flag=True,
               help="Leave out the vocabulary strings (KenLM's -v; such a file cannot be read back by word).")
+@click.option("-s", "allow_missing_markers", is_flag=True,
+              help="Allow a model without <s> or </s> (KenLM's -s): they are left out of the file, and KenLM "
+                   "scores them as <unk>.  Without -s such a model is refused, as build_binary refuses it.")
 @json_option
-def build_binary_cmd(args, prob_bits, backoff_bits, array_bits, probing_multiplier, no_vocab, as_json):
+def build_binary_cmd(args, prob_bits, backoff_bits, array_bits, probing_multiplier, no_vocab, allow_missing_markers,
+                     as_json):
     """Write MODEL (ARPA, native .npz, or a KenLM trie binary) as a KenLM binary OUTPUT of type
     probing (the default, as build_binary's) or trie.  KenLM's query, the kenlm module and
     `ngramlm ppl/score/Model` read it; a trie also converts back with `ngramlm export-arpa`.
@@ -54,7 +58,8 @@ def build_binary_cmd(args, prob_bits, backoff_bits, array_bits, probing_multipli
                          fix="ngramlm build-binary trie lm.arpa lm.bin")
     model_path, output = args
     opts = BinaryOptions(kind=kind, prob_bits=prob_bits, backoff_bits=backoff_bits, array_bits=array_bits,
-                         probing_multiplier=probing_multiplier, include_vocab=not no_vocab)
+                         probing_multiplier=probing_multiplier, include_vocab=not no_vocab,
+                         allow_missing_markers=allow_missing_markers)
     opts.check()
     check_writable(output, what="KenLM binary")
     t0 = time.perf_counter()

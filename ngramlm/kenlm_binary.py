@@ -32,7 +32,7 @@ from typing import Optional
 import numpy as np
 
 from corpora.errors import InputError
-from corpora.vocab import BOS_ID
+from corpora.vocab import BOS_ID, EOS_ID, UNK_ID
 
 # The first 88 bytes of a complete file (KenLM's "Sanity" block): the magic string padded to 8
 # bytes, then test values that catch a file written with another float format or word size.
@@ -381,6 +381,20 @@ def decode_trie(bf: BinaryFile) -> dict:
     return out
 
 
+def _alias_markers(ids: np.ndarray, lacks: list) -> tuple:
+    """The n-grams (rows of our word ids) with a twin for each place a missing sentence marker would
+    be read as <unk>: ``<s>`` first, ``</s>`` last; and for every row the index of the row it copies."""
+    src = np.arange(len(ids))
+    for token, col, our_id in (("<s>", 0, BOS_ID), ("</s>", -1, EOS_ID)):
+        if token in lacks:
+            m = ids[:, col] == UNK_ID
+            twin = ids[m].copy()
+            twin[:, col] = our_id
+            ids = np.concatenate([ids, twin])
+            src = np.concatenate([src, src[m]])
+    return ids, src
+
+
 def read_trie_tables(path: os.PathLike | str):
     """A KenLM trie binary (any of its four variants) as :class:`~ngramlm.tables.NgramTables`."""
     from .arpa import _tables, _vocab
@@ -409,10 +423,18 @@ def read_trie_tables(path: os.PathLike | str):
     bo1 = np.zeros(V)
     lp1[remap] = dec[1]["prob"]
     bo1[remap] = dec[1]["backoff"].astype(np.float64) + 0.0  # -0.0 (KenLM's "no extension" flag) is 0
+    # A file built with build_binary -s may lack <s> or </s>; KenLM then reads them as <unk> (its id 0).
+    # Here they keep their own ids, so <unk>'s entries are copied to them: </s> where <unk> is the
+    # predicted word, <s> where it opens the context (the only places the scorer puts them).
+    lacks = [t for t in ("<s>", "</s>") if t not in set(words_k)]
+    if "</s>" in lacks:
+        lp1[EOS_ID], bo1[EOS_ID] = lp1[UNK_ID], bo1[UNK_ID]
+    if "<s>" in lacks:
+        bo1[BOS_ID] = bo1[UNK_ID]
     lp1[BOS_ID] = -np.inf
     keys_l, lp_l, bo_l = [np.arange(V, dtype=np.int64)], [lp1], [bo1]
     for k in range(2, h.order + 1):
-        ids = remap[dec[k]["words"]]
+        ids, src = _alias_markers(remap[dec[k]["words"]], lacks)
         row = ids[:, 0]
         for j in range(1, k - 1):
             want = row * V + ids[:, j]
@@ -425,10 +447,11 @@ def read_trie_tables(path: os.PathLike | str):
         raw = row * V + ids[:, -1]
         perm = np.argsort(raw, kind="stable")
         keys_l.append(raw[perm])
-        lp_l.append(dec[k]["prob"][perm].astype(np.float64))
-        bo_l.append(dec[k]["backoff"][perm].astype(np.float64) + 0.0 if k < h.order else np.zeros(0))
+        lp_l.append(dec[k]["prob"][src][perm].astype(np.float64))
+        bo_l.append(dec[k]["backoff"][src][perm].astype(np.float64) + 0.0 if k < h.order else np.zeros(0))
     tables = _tables(vocab, keys_l, lp_l, bo_l, h_counts, os.fspath(path))
     tables.info = {"kenlm_binary": os.fspath(path), "kenlm_type": h.name,
+                   **({"kenlm_lacks": lacks} if lacks else {}),
                    **({"quantization_bits": {"prob": quant[0], "backoff": quant[1]}} if quant else {}),
                    **({"pointer_compression_bits": array_bits} if array_bits is not None else {})}
     return tables

@@ -62,6 +62,7 @@ class BinaryOptions:
     array_bits: Optional[int] = None  # -a: compress trie pointers, at most this many bits in the array
     probing_multiplier: float = 1.5  # -p
     include_vocab: bool = True  # -v turns it off (then the words cannot be matched back)
+    allow_missing_markers: bool = False  # -s: a model without <s> or </s> (KenLM then reads them as <unk>)
 
     def check(self) -> None:
         if self.kind not in ("trie", "probing"):
@@ -112,7 +113,20 @@ def _through_arpa_text_each(x: np.ndarray) -> np.ndarray:
     return np.fromstring(text, dtype=np.float64, sep=" ").astype(np.float32)
 
 
-def model_ngrams(model) -> dict:
+def _absent_markers(model, opts: "BinaryOptions") -> list:
+    """Our ids of <s>/</s> when the model's ARPA file did not list them: refused unless -s, as
+    build_binary does; with -s they are left out of the file, and KenLM reads them as <unk>."""
+    info = getattr(model, "info_", None) or {}
+    lacks = info.get("arpa_lacks") or [] if isinstance(info, dict) else []
+    if lacks and not opts.allow_missing_markers:
+        raise InputError(f"the model has no {' or '.join(lacks)} (its ARPA file does not list it); KenLM's "
+                         "build_binary refuses such a model unless -s, and then scores it as <unk>",
+                         fix="pass -s to write it as build_binary -s does, or add the sentence markers to the ARPA")
+    stoi = model.vocab_.stoi_
+    return [stoi[t] for t in lacks]
+
+
+def model_ngrams(model, drop_ids=()) -> dict:
     """Per order k: ``words`` (n, k) our ids in natural order, ``prob``, ``backoff`` (float32, through
     the ARPA text; a zero back-off is -0.0 unless the n-gram is a context of a longer one: KenLM's
     'extension' flag), as the ARPA file of ``model`` lists them."""
@@ -128,7 +142,7 @@ def model_ngrams(model) -> dict:
         keys = np.asarray(model.keys_[k - 1])
         lp = np.array(model.log10_prob_[k - 1], dtype=np.float64)
         if k == 1:
-            sel = np.flatnonzero(np.arange(V) != PAD_ID)
+            sel = np.flatnonzero((np.arange(V) != PAD_ID) & ~np.isin(np.arange(V), list(drop_ids)))
             lp[BOS_ID] = -99.0
             words_all = np.arange(V, dtype=np.int64)[:, None]
             words = words_all[sel]
@@ -372,7 +386,8 @@ def _add_blanks(orders: dict, n: int) -> dict:
 def trie_bytes(model, opts: BinaryOptions) -> bytes:
     """The bytes of a KenLM trie binary of ``model`` (an NgramLM or any back-off query object)."""
     opts.check()
-    g = model_ngrams(model)
+    absent = _absent_markers(model, opts)
+    g = model_ngrams(model, drop_ids=absent)
     n = model.order_
     itos = model.vocab_.itos_
     uni_ids = g[1]["words"][:, 0]
@@ -381,6 +396,7 @@ def trie_bytes(model, opts: BinaryOptions) -> bytes:
     kid_of_uni, sorted_hashes = _sorted_vocab(words)
     ours_to_k = np.full(len(itos), -1, dtype=np.int64)
     ours_to_k[uni_ids] = kid_of_uni
+    ours_to_k[absent] = 0  # KenLM's <unk>
     # Everything below is in KenLM's word ids; blanks fill the suffixes a pruned model lacks.
     orders = {k: _Order(ours_to_k[g[k]["words"]], g[k]["prob"], g[k]["backoff"]) for k in range(1, n + 1)}
     if not _suffix_closed(model):
@@ -555,7 +571,8 @@ def probing_bytes(model, opts: BinaryOptions) -> bytes:
     from .kenlm_binary import _LONG, _MID, _UNI, combine_word_hash, probing_buckets, probing_layout
 
     opts.check()
-    g = model_ngrams(model)
+    absent = _absent_markers(model, opts)
+    g = model_ngrams(model, drop_ids=absent)
     n = model.order_
     if n < 2:
         raise InputError("KenLM binaries are bigram models or higher", fix="train with --order 2 or more")

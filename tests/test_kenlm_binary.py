@@ -420,3 +420,41 @@ def test_pyctcdecode_decodes_the_same_with_our_binary_as_with_the_arpa(toy):
     assert results["probing"] == results["arpa"]  # unquantised: the same numbers
     assert results["trie-q8-b8-a22"][0][0] == results["arpa"][0][0]  # quantised: the same best transcript
     assert results["arpa"][0][0].startswith("chex giga")  # the noisy frames' first words
+
+
+# ---------------------------------------------------------------------------------------- -s: no <s> or </s>
+
+# nomarkers.arpa lists neither <s> nor </s>; build_binary -s wrote nomarkers.{trie,probing}.bin from it.
+# KenLM then reads both markers as <unk>: p(</s> | b) is p(<unk> | b) = -0.4 (the bigram "b <unk>"), and
+# p(</s> | a) = p(<unk>) + b(a) = -1.0 - 0.2; the first word's context is <unk> (back-off 0).
+NOMARKER_SCORES = {"a b": [-0.5, -0.3, -0.4], "c a": [-0.9, -0.5 - 0.3, -1.0 - 0.2], "b": [-0.6, -0.4],
+                   "<unk> b c a": [-1.0, -0.6, -0.9 - 0.1, -0.5 - 0.3, -1.2]}
+
+
+def test_a_model_without_sentence_markers_needs_dash_s(kenlm_dir, tmp_path):
+    model = load_any(kenlm_dir / "nomarkers.arpa")
+    with pytest.raises(InputError, match="pass -s"):
+        write_binary(model, tmp_path / "x.bin", BinaryOptions(kind="trie"))
+    assert not (tmp_path / "x.bin").exists()
+    for kind in ("trie", "probing"):
+        ours = tmp_path / f"{kind}.bin"
+        write_binary(model, ours, BinaryOptions(kind=kind, allow_missing_markers=True))
+        assert ours.read_bytes() == (kenlm_dir / f"nomarkers.{kind}.bin").read_bytes(), kind
+
+
+@pytest.mark.parametrize("kind", ["trie", "probing"])
+def test_files_without_sentence_markers_score_as_kenlm_reads_them(kenlm_dir, kind):
+    m = Model(str(kenlm_dir / f"nomarkers.{kind}.bin"))
+    for sentence, want in NOMARKER_SCORES.items():
+        got = [s[0] for s in m.full_scores(sentence)]
+        assert got == pytest.approx(want, abs=1e-6), (kind, sentence)
+        assert m.score(sentence) == pytest.approx(sum(want), abs=1e-5)
+
+
+def test_cli_build_binary_dash_s(run_cli, kenlm_dir, tmp_path):
+    out = tmp_path / "m.bin"
+    code, _, err = run_cli("build-binary", "trie", kenlm_dir / "nomarkers.arpa", out)
+    assert code == 2 and "pass -s" in err and not out.exists()
+    code, _, err = run_cli("build-binary", "-s", "trie", kenlm_dir / "nomarkers.arpa", out)
+    assert code == 0, err
+    assert out.read_bytes() == (kenlm_dir / "nomarkers.trie.bin").read_bytes()
