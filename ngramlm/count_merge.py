@@ -30,20 +30,18 @@ import numpy as np
 
 from corpora.errors import InputError
 
-from corpora.vocab import BOS_ID
-
 from .counts import NgramCounts, OrderTable
-from .smoothing import (BackoffTables, Smoother, _first_words, _interpolate, _unigram_mask, count_of_counts,
+from .smoothing import (BackoffTables, Smoother, _interpolate, _unigram_mask, adjusted_counts, count_of_counts,
                         discount_vector)
 
 
 def parse_weights(spec: str, n_texts: int) -> list:
-    """``"1,0.5"`` -> [1.0, 0.5]: one positive finite weight per text."""
+    """``"1,0.5"`` -> [1.0, 0.5]: one finite weight >= 0 per text, not all 0."""
     try:
         w = [float(x) for x in str(spec).split(",")]
     except ValueError:
         raise InputError(f"--weights takes comma-separated numbers, got {spec!r}",
-                         fix="e.g. --weights 1,4 (the first text once, the second four times)") from None
+                         fix="e.g. --weights 1,4 (the second text's counts weigh four times the first's)") from None
     return check_weights(w, n_texts)
 
 
@@ -164,6 +162,7 @@ def _text_stats(base: Smoother, union: NgramCounts, raw: list, n: int) -> dict:
     """One text's smoothed statistics on the union's rows: per order, what each row keeps
     (``kept``, its discounted count) and each context's denominator (``denom``)."""
     V = union.vocab_size
+    counts = raw
     raw = [r.astype(np.float64) for r in raw]
     raw[0] = raw[0].copy()
     raw[0][~_unigram_mask(V)] = 0.0
@@ -171,16 +170,9 @@ def _text_stats(base: Smoother, union: NgramCounts, raw: list, n: int) -> dict:
     n_ctx = [1] + [len(union.tables[k - 2]) for k in range(2, n + 1)]
     out = {"kept": [], "denom": []}
     if base.name in ("mkn", "kn"):
-        adj = [None] * n
-        adj[n - 1] = raw[n - 1]
-        first = _first_words(union)
-        for k in range(n - 1, 0, -1):  # distinct left words within this text; <s>-initial rows: raw
-            seen = raw[k] > 0
-            cont = np.bincount(union.suffix_index(k + 1)[seen], minlength=len(raw[k - 1])).astype(np.float64)
-            bos = first[k - 1] == BOS_ID
-            cont[bos] = raw[k - 1][bos]
-            adj[k - 1] = cont
-        adj[0][~_unigram_mask(V)] = 0.0
+        text = NgramCounts(n, V, [OrderTable(parent=t.parent, word=t.word, count=c, suffix=t.suffix)
+                                  for t, c in zip(union.tables, counts)])
+        adj = adjusted_counts(text)  # continuation counts within this text only (rows of count 0 drop out)
         discounts = base.discounts_from_counts_of_counts([count_of_counts(a[a > 0], 4) for a in adj])
         out["discounts"] = [list(map(float, d)) for d in discounts]
         for k in range(1, n + 1):

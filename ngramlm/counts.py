@@ -197,9 +197,8 @@ class NgramCounts:
         t = self.tables[k - 1]
         return int(np.count_nonzero(t.count)) if k == 1 else len(t)
 
-    def total(self, k: int) -> float:
-        t = self.tables[k - 1].count.sum()
-        return float(t) if self.tables[k - 1].count.dtype.kind == "f" else int(t)
+    def total(self, k: int) -> int:
+        return int(self.tables[k - 1].count.sum())
 
     # ------------------------------------------------------------------ merging
     def to_dict_of_tuples(self, k: int) -> dict:

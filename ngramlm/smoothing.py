@@ -75,7 +75,8 @@ def adjusted_counts(counts: NgramCounts) -> list:
 
     Highest order: raw counts.  Lower orders: the number of distinct words seen to
     the left (continuation count, N1+(. x)), except n-grams that start with ``<s>``,
-    which nothing can precede, keep their raw counts.  The ``<s>`` unigram gets 0.
+    which nothing can precede, keep their raw counts.  The ``<s>`` unigram gets 0.  Rows of count 0
+    (one text's counts on the union of several texts' n-grams: ``ngramlm.count_merge``) extend nothing.
     """
     n = counts.order
     adj = [None] * n
@@ -83,7 +84,11 @@ def adjusted_counts(counts: NgramCounts) -> list:
     first = _first_words(counts)
     for k in range(n - 1, 0, -1):
         m_k = len(counts.tables[k - 1])
-        cont = np.bincount(counts.suffix_index(k + 1), minlength=m_k).astype(np.float64)
+        suffix = counts.suffix_index(k + 1)
+        seen = counts.tables[k].count > 0
+        if not seen.all():
+            suffix = suffix[seen]
+        cont = np.bincount(suffix, minlength=m_k).astype(np.float64)
         starts_bos = first[k - 1] == BOS_ID
         cont[starts_bos] = counts.tables[k - 1].count[starts_bos]
         adj[k - 1] = cont
