@@ -297,13 +297,11 @@ def _positions(sorted_keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
     """Index of each query among ``sorted_keys`` (distinct, >= 0), -1 where absent.  The compiled hash
     when there is one: millions of random queries cost a third of a binary search's time."""
     from . import accel
+    from .counts import lookup
 
     if accel.fast is not None and len(sorted_keys):
         return accel.fast.KeyIndex(sorted_keys).find_many(np.ascontiguousarray(queries, dtype=np.int64))
-    if len(sorted_keys) == 0:
-        return np.full(len(queries), -1, dtype=np.int64)
-    pos = np.minimum(np.searchsorted(sorted_keys, queries), len(sorted_keys) - 1)
-    return np.where(sorted_keys[pos] == queries, pos, -1)
+    return lookup(sorted_keys, queries)
 
 
 def _closed_suffix_rows(model):
