@@ -6,9 +6,10 @@ Without --arpa it builds the PTB MKN 5-gram (NGRAMLM_DATA_DIR or ../shared/corpo
 
 * writing: ``build_binary`` (KenLM built from source; --kenlm-bin or PATH) and ``ngramlm
   build-binary`` on the same ARPA, wall seconds, and whether the two files are byte-identical;
-* loading + scoring the test text, each in a fresh process so peak RSS is the file's own: the kenlm
-  module (its ``score`` per sentence) and ngramlm (``load_any`` + ``token_scores``, what ``ngramlm ppl``
-  runs), wall and peak RSS, and the largest per-token difference;
+* loading + scoring the test text in fresh processes (medians of --repeat), so peak RSS is the
+  file's own: the kenlm module (its ``score`` per sentence) and ngramlm (``load_any`` + ``encode`` +
+  ``token_scores``, what ``ngramlm ppl`` runs), wall and peak RSS, the largest per-token difference,
+  and apart from load + score the import of each library (numpy and the toolkit against one module);
 * the ``BaseScore`` loop a beam-search decoder runs, microseconds per call, ours / kenlm.
 
 Without build_binary the binaries are written by ngramlm alone and the comparison rows say so.
@@ -40,26 +41,33 @@ lines = [l.strip() for l in open(text, encoding="utf-8")]
 t0 = time.perf_counter()
 if which == "kenlm":
     import kenlm
-    m = kenlm.Model(path)
     t1 = time.perf_counter()
+    m = kenlm.Model(path)
+    t2 = time.perf_counter()
     total = sum(m.score(l) for l in lines)
 else:
     from ngramlm.loading import load_any
-    lm = load_any(path)
     t1 = time.perf_counter()
+    lm = load_any(path)
+    t2 = time.perf_counter()
     enc, oov = lm.encode([l.split() for l in lines])
     total = float(lm.token_scores(enc, oov=oov).log10_prob.sum())
-t2 = time.perf_counter()
+t3 = time.perf_counter()
 # VmHWM, not ru_maxrss: Linux carries a forked parent's peak into ru_maxrss across exec.
 hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
-print(json.dumps({{"load": t1 - t0, "score": t2 - t1, "total": total, "rss_mb": hwm / 1024}}))
+print(json.dumps({{"import": t1 - t0, "load": t2 - t1, "score": t3 - t2, "total": total, "rss_mb": hwm / 1024}}))
 """
 
 
-def _fresh(which: str, path: str, text: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", _LOAD_SCORE.format(root=str(ROOT)), which, path, text],
-                         capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+def _fresh(which: str, path: str, text: str, repeat: int) -> dict:
+    """Load + score in ``repeat`` fresh processes: the median of each time, the largest peak RSS."""
+    runs = []
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, "-c", _LOAD_SCORE.format(root=str(ROOT)), which, path, text],
+                             capture_output=True, text=True, check=True)
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    med = {k: float(sorted(r[k] for r in runs)[len(runs) // 2]) for k in ("import", "load", "score")}
+    return {**med, "total": runs[0]["total"], "rss_mb": max(r["rss_mb"] for r in runs)}
 
 
 def _base_score_loop(model, state_cls, words) -> float:
@@ -78,8 +86,10 @@ def _base_score_loop(model, state_cls, words) -> float:
 @click.option("--kenlm-bin", type=click.Path(file_okay=False), default=None,
               help="Folder with KenLM's build_binary (default: PATH).")
 @click.option("--loop-words", type=int, default=200_000, show_default=True)
+@click.option("--repeat", type=int, default=5, show_default=True,
+              help="Fresh processes per load + score measurement (medians reported).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the numbers as JSON.")
-def main(arpa, text, kenlm_bin, loop_words, out):
+def main(arpa, text, kenlm_bin, loop_words, repeat, out):
     import numpy as np
 
     import kenlm
@@ -117,9 +127,12 @@ def main(arpa, text, kenlm_bin, loop_words, out):
             row["byte_identical"] = ours_path.read_bytes() == ref_path.read_bytes()
         else:
             ref_path = ours_path
-        a = _fresh("ngramlm", str(ref_path), text)
-        b = _fresh("kenlm", str(ref_path), text)
+        a = _fresh("ngramlm", str(ref_path), text, repeat)
+        b = _fresh("kenlm", str(ref_path), text, repeat)
         row.update({"load_score_ours_s": a["load"] + a["score"], "load_score_kenlm_s": b["load"] + b["score"],
+                    "import_ours_s": a["import"], "import_kenlm_s": b["import"],
+                    "load_ours_s": a["load"], "load_kenlm_s": b["load"],
+                    "score_ours_s": a["score"], "score_kenlm_s": b["score"],
                     "rss_ours_mb": a["rss_mb"], "rss_kenlm_mb": b["rss_mb"],
                     "log10_total_ours": a["total"], "log10_total_kenlm": b["total"]})
         ours_m, ref_m = Model(str(ref_path)), kenlm.Model(str(ref_path))
@@ -139,8 +152,11 @@ def main(arpa, text, kenlm_bin, loop_words, out):
                        f"  ({row['bytes_ours']:,} / {row['bytes_kenlm']:,} bytes)")
         else:
             click.echo(f"  write   ours {w_ours:6.2f} s  ({row['bytes_ours']:,} bytes)")
-        click.echo(f"  load+score  ours {row['load_score_ours_s']:6.2f} s  kenlm {row['load_score_kenlm_s']:6.2f} s  "
-                   f"ratio {row['load_score_ours_s'] / row['load_score_kenlm_s']:.2f}")
+        click.echo(f"  load+score  ours {row['load_score_ours_s']:6.3f} s  kenlm {row['load_score_kenlm_s']:6.3f} s  "
+                   f"ratio {row['load_score_ours_s'] / row['load_score_kenlm_s']:.2f}  (load {a['load']:.3f} / "
+                   f"{b['load']:.3f} s, score {a['score']:.3f} / {b['score']:.3f} s; medians of {repeat})")
+        click.echo(f"  import      ours {a['import']:6.3f} s  kenlm {b['import']:6.3f} s  (not in load+score: "
+                   f"numpy and the toolkit against one extension module)")
         click.echo(f"  peak RSS    ours {a['rss_mb']:6.1f} MB kenlm {b['rss_mb']:6.1f} MB ratio {a['rss_mb'] / b['rss_mb']:.2f}")
         click.echo(f"  log10 total ours {a['total']:.4f} kenlm {b['total']:.4f}; max per-token difference {diff:.2e}")
         click.echo(f"  BaseScore   ours {row['base_score_us_ours']:.3f} us  kenlm {row['base_score_us_kenlm']:.3f} us  "

@@ -15,6 +15,7 @@ the n-gram uniform floor.  On PTB it is 10,000 (9,999 words incl. ``<unk>`` plus
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections import Counter
@@ -176,14 +177,20 @@ class Vocab:
     def encode_sentences(self, sentences: Iterable[Sequence[str]]) -> "EncodedText":
         """Encode sentences into one flat id stream, each sentence followed by ``</s>``."""
         self._check_fitted()
-        get = self.stoi_.get
-        flat: list[int] = []
-        starts = [0]
-        for sent in sentences:
-            flat.extend(get(t, UNK_ID) for t in sent)
-            flat.append(EOS_ID)
-            starts.append(len(flat))
-        return EncodedText(np.asarray(flat, dtype=ID_DTYPE), np.asarray(starts, dtype=np.int64))
+        sentences = sentences if isinstance(sentences, list) else list(sentences)
+        lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
+        starts = np.zeros(len(sentences) + 1, dtype=np.int64)
+        np.cumsum(lengths + 1, out=starts[1:])
+        # Every word looked up by one C-level map (dict.get with <unk> as the default), the </s>
+        # slots left free in between: no Python frame per token.
+        flat = np.full(int(starts[-1]), EOS_ID, dtype=ID_DTYPE)
+        n_words = int(lengths.sum())
+        words = np.fromiter(map(self.stoi_.get, itertools.chain.from_iterable(sentences), itertools.repeat(UNK_ID)),
+                            dtype=ID_DTYPE, count=n_words)
+        word_slot = np.ones(len(flat), dtype=bool)
+        word_slot[starts[1:] - 1] = False
+        flat[word_slot] = words
+        return EncodedText(flat, starts)
 
     def fit_encode_lines(self, lines: Sequence[str], tokenize, *, chunk_lines: int = 4096,
                          keep_empty: bool = False) -> "EncodedText":

@@ -13,8 +13,8 @@ Three jobs, each a loop that numpy cannot vectorise well and Python runs one obj
   (``base_score``), where a Python-level loop would cost microseconds per call.
 """
 from libc.stdlib cimport malloc, realloc, free, strtod, strtof
-from libc.string cimport memcpy, memcmp, memset
-from libc.stdint cimport int64_t, uint64_t, int32_t, uint32_t, uint16_t, uint8_t
+from libc.string cimport memcpy, memcmp, memmove, memset
+from libc.stdint cimport int64_t, uint64_t, int32_t, uint32_t, uint16_t, uint8_t, int8_t
 from libc.math cimport isfinite
 from libc.stdio cimport snprintf
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
@@ -926,6 +926,46 @@ cdef class _StateModel:
         cdef double lp = self._score(in_state, wid, out_state, &m)
         return lp, m
 
+    def score_padded(self, const int64_t[:] tokens, const int64_t[:] pos):
+        """log10 p and matched length at every position of a padded stream of this toolkit's ids
+        (``pos`` 0 at each ``<s>``; a position continues the one before only where ``pos`` goes up
+        by one): the state API's numbers, position by position, without a Python call per token."""
+        cdef Py_ssize_t t, T = tokens.shape[0]
+        out_lp = np.empty(T, dtype=np.float64)
+        out_m = np.empty(T, dtype=np.int8)
+        cdef double[:] lpv = out_lp
+        cdef int8_t[:] mv = out_m
+        cdef State a = State.__new__(State)
+        cdef State b = State.__new__(State)
+        cdef State x
+        cdef int m
+        cdef int64_t w
+        for t in range(T):
+            w = tokens[t]
+            if w < 0 or w >= self.n_words:
+                raise ValueError(f"token id {w} at position {t} is outside this model's vocabulary")
+        for t in range(T):
+            w = tokens[t]
+            if pos[t] == 0:
+                # A sentence's first token (<s>) is history only: BeginSentenceWrite with that word.
+                a.bowner = NULL
+                a.r[0] = w
+                a.length = 1 if self.n > 1 else 0
+                a.hist = a.length
+                lpv[t] = 0.0
+                mv[t] = 1
+                continue
+            if t == 0 or pos[t] != pos[t - 1] + 1:
+                a.length = 0  # nothing in view before this token
+                a.hist = 0
+                a.bowner = NULL
+            lpv[t] = self._score(a, w, b, &m)
+            mv[t] = <int8_t>m
+            x = a
+            a = b
+            b = x
+        return out_lp, out_m
+
     def sentence(self, list words, bint bos, bint eos, int64_t bos_id, int64_t eos_id, bint full):
         """A whole sentence: its total log10 p, or with ``full`` a list of (log10 p, length, oov)."""
         cdef State a = State.__new__(State)
@@ -1476,15 +1516,21 @@ cdef class ProbingTables(_StateModel):
     cdef double _score(self, State s, int64_t w, State out, int* matched) noexcept:
         cdef int n = self.n, j = s.length, i, k, m = 1, keep, ncb = 0
         cdef float cb[MAX_ORDER]
+        cdef float nb[MAX_ORDER]
         cdef uint64_t node, kw = <uint64_t>self.to_k[w]
         cdef const _PMid* e
         cdef const _PLong* el
         cdef bint extends
-        cdef double lp
+        cdef float lp
         if j > n - 1:
             j = n - 1
-        # The back-off weights the context carries (KenLM keeps them in its state; recomputed here).
-        if j > 0:
+        # The back-off weights the context carries: in the state where this object wrote it (as
+        # KenLM's state does), else looked up again.
+        if j > 0 and s.bowner == <const void*>self:
+            for i in range(j):
+                cb[i] = <float>s.b[i]
+            ncb = j
+        elif j > 0:
             node = <uint64_t>self.to_k[s.r[0]]
             cb[0] = self.uni[node].backoff
             ncb = 1
@@ -1496,7 +1542,8 @@ cdef class ProbingTables(_StateModel):
                 cb[ncb] = e.backoff
                 ncb += 1
         lp = _kprob(self.uni[kw].prob, &extends)
-        keep = 1 if _kext(self.uni[kw].backoff) else 0
+        nb[0] = self.uni[kw].backoff
+        keep = 1 if _kext(nb[0]) else 0
         node = kw
         for i in range(j):
             if not extends:
@@ -1514,17 +1561,280 @@ cdef class ProbingTables(_StateModel):
                 break
             lp = _kprob(e.prob, &extends)
             m = k
+            nb[k - 1] = e.backoff
             if _kext(e.backoff):
                 keep = k
         for i in range(m - 1, ncb):
             lp += cb[i]
         if keep > 0:
             if keep > 1:
-                memcpy(&out.r[1], &s.r[0], (keep - 1) * sizeof(int64_t))
+                memmove(&out.r[1], &s.r[0], (keep - 1) * sizeof(int64_t))
             out.r[0] = w
+        for i in range(keep):
+            out.b[i] = nb[i]
         out.length = keep
         out.hist = keep
-        out.bowner = NULL
+        out.bowner = <const void*>self
+        matched[0] = m
+        return lp
+
+    cdef int _check(self, State s) except -1:
+        cdef int i
+        if s.length > self.n - 1:
+            raise ValueError(f"this state (rows={s.rows}) does not belong to this order-{self.n} model")
+        for i in range(s.length):
+            if s.r[i] < 0 or s.r[i] >= self.V:
+                raise ValueError(f"this state (rows={s.rows}) does not belong to this model; start from "
+                                 "BeginSentenceWrite/NullContextWrite of this model")
+        return 0
+
+
+# ----------------------------------------------------------------------------- KenLM trie binaries: queries on the mapped file
+# A trie file is scored where it lies: no n-gram is decoded, so loading costs what mapping the file
+# costs and memory is the pages a text touches (KenLM's own way).  An n-gram's path runs from its
+# last word back to its first: a word's unigram record holds the range of its order-2 children
+# (the words that precede it), each child the range of its order-3 children, and so on.  Every
+# order above 1 is a bit-packed array of (word, [back-off], prob, next pointer) entries, children
+# of one parent sorted by word id.
+
+cdef struct _TOrder:
+    const uint8_t* base       # the order's first entry
+    uint64_t total_bits       # bits per entry
+    int word_bits
+    uint64_t word_mask
+    int prob_at               # bit offset of the probability in an entry
+    int prob_bits             # 31 unquantised (the sign bit is implied), else the quantiser's
+    uint64_t prob_mask
+    int back_at
+    int back_bits             # 32 unquantised, 0 at the top order
+    uint64_t back_mask
+    int next_at               # bit offset of the inline part of the next pointer
+    int inline_bits
+    uint64_t inline_mask
+    const uint64_t* arr       # pointer compression: first entry of each high-bits value (NULL: none)
+    uint64_t arr_n
+    const float* ptab         # quantisation centres (NULL: unquantised)
+    const float* btab
+    int64_t n_words           # the vocabulary's size: every word id is below it
+
+cdef packed struct _TUni:
+    float prob
+    float backoff
+    uint64_t next
+
+cdef inline uint64_t _rd(const uint8_t* base, uint64_t bit, uint64_t mask) noexcept nogil:
+    # Fields are at most 57 bits wide, so one unaligned 8-byte read holds any of them (each array
+    # of the file is followed by 8 bytes of padding for this read).
+    cdef uint64_t v
+    memcpy(&v, base + (bit >> 3), 8)
+    return (v >> (bit & 7)) & mask
+
+cdef inline uint64_t _tnext(const _TOrder* o, uint64_t i) noexcept nogil:
+    """The first child (in the next order) of entry i: entry i+1's value is the end of i's children."""
+    cdef uint64_t v = _rd(o.base, i * o.total_bits + <uint64_t>o.next_at, o.inline_mask)
+    cdef uint64_t lo = 0, hi = o.arr_n, mid
+    if o.arr == NULL:
+        return v
+    # The high bits: how many table values are <= i, less one (the table is sorted).
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if o.arr[mid] <= i:
+            lo = mid + 1
+        else:
+            hi = mid
+    return ((lo - 1) << o.inline_bits) | v
+
+cdef inline int64_t _tfind(const _TOrder* o, uint64_t begin, uint64_t end, uint64_t word) noexcept nogil:
+    """The index of ``word`` among entries [begin, end) (sorted by word), or -1.  Word ids of a
+    trie are positions in a hash-sorted vocabulary, so they are uniform: interpolation search finds
+    one in about two probes where binary search takes ~log2(children).  The bounds start as the
+    range's ends with the values -1 and the vocabulary's size, so no probe is spent on reading them."""
+    cdef int64_t lo = <int64_t>begin - 1, hi = <int64_t>end, at
+    cdef int64_t vlo = -1, vhi = o.n_words, w, key = <int64_t>word
+    cdef int probes = 0
+    # Invariant: the answer, if any, lies strictly between lo and hi, and vlo < key < vhi.
+    while hi - lo > 1:
+        if probes < 8:
+            at = lo + 1 + <int64_t>((<double>(key - vlo - 1) / <double>(vhi - vlo - 1)) * <double>(hi - lo - 1))
+            if at >= hi:
+                at = hi - 1
+            probes += 1
+        else:  # a skewed range: bisect
+            at = lo + ((hi - lo) >> 1)
+        w = <int64_t>_rd(o.base, <uint64_t>at * o.total_bits, o.word_mask)
+        if w == key:
+            return at
+        if w < key:
+            lo, vlo = at, w
+        else:
+            hi, vhi = at, w
+    return -1
+
+
+cdef inline float _tprob(const _TOrder* o, uint64_t i) noexcept nogil:
+    cdef uint64_t v = _rd(o.base, i * o.total_bits + <uint64_t>o.prob_at, o.prob_mask)
+    cdef _F32 u
+    if o.ptab != NULL:
+        return o.ptab[v]
+    u.i = <uint32_t>v | 0x80000000U
+    return u.f
+
+cdef inline float _tback(const _TOrder* o, uint64_t i) noexcept nogil:
+    cdef uint64_t v = _rd(o.base, i * o.total_bits + <uint64_t>o.back_at, o.back_mask)
+    cdef _F32 u
+    if o.btab != NULL:
+        return o.btab[v]
+    u.i = <uint32_t>v
+    return u.f
+
+
+cdef class TrieTables(_StateModel):
+    """The state API and a whole-text scorer over a KenLM trie binary as it lies in its mapped file,
+    KenLM's search: from the word's unigram down its children, one context word per order, and the
+    context's back-off weights kept in the state.  Sums are float32, as KenLM's, so a score equals
+    the kenlm module's to the bit.  States hold this toolkit's word ids, most recent first."""
+
+    cdef const _TUni* uni
+    cdef _TOrder ords[MAX_ORDER + 1]   # index k: order k (2..n)
+    cdef const int64_t* to_k
+    cdef int64_t V
+    cdef list arrays
+
+    def __init__(self, const uint8_t[:] buf, owner, int order, uint64_t unigram_offset, int word_bits,
+                 list orders, to_kenlm, dict stoi, int64_t unk_id, int64_t n_unigrams):
+        """``buf``: the whole file; ``orders``: per order 2..n a dict of its layout (``base``,
+        ``total_bits``, ``inline_bits``, ``quant_bits``, and where present ``array_offset``/
+        ``array_count``, ``ptab``/``btab`` offsets of the quantisation centres)."""
+        cdef const int64_t[:] tk
+        cdef int k, pb, bb
+        cdef _TOrder* o
+        if not 2 <= order <= MAX_ORDER:
+            raise ValueError(f"order {order} is outside 2..{MAX_ORDER}")
+        if len(orders) != order - 1:
+            raise ValueError(f"{len(orders)} order layouts for an order-{order} trie")
+        self.n = order
+        self.arrays = [buf, owner, to_kenlm]
+        self.uni = <const _TUni*>&buf[unigram_offset]
+        for k in range(2, order + 1):
+            d = orders[k - 2]
+            o = &self.ords[k]
+            o.base = &buf[d["base"]]
+            o.total_bits = d["total_bits"]
+            o.word_bits = word_bits
+            o.word_mask = (1ULL << word_bits) - 1
+            o.n_words = n_unigrams
+            quant = d.get("ptab") is not None
+            top = k == order
+            if quant:
+                pb, bb = d["prob_bits"], (0 if top else d["back_bits"])
+                o.ptab = <const float*>&buf[d["ptab"]]
+                o.btab = NULL if top else <const float*>&buf[d["btab"]]
+                o.back_at, o.back_bits = word_bits, bb
+                o.prob_at, o.prob_bits = word_bits + bb, pb
+            else:
+                o.ptab = NULL
+                o.btab = NULL
+                o.prob_at, o.prob_bits = word_bits, 31
+                o.back_at, o.back_bits = word_bits + 31, (0 if top else 32)
+            o.prob_mask = (1ULL << o.prob_bits) - 1
+            o.back_mask = (1ULL << o.back_bits) - 1
+            o.inline_bits = 0 if top else d["inline_bits"]
+            o.inline_mask = (1ULL << o.inline_bits) - 1
+            o.next_at = o.total_bits - o.inline_bits
+            if not top and d.get("array_offset") is not None:
+                o.arr = <const uint64_t*>&buf[d["array_offset"]]
+                o.arr_n = d["array_count"]
+            else:
+                o.arr = NULL
+                o.arr_n = 0
+        tk = to_kenlm
+        self.to_k = &tk[0]
+        self.V = to_kenlm.shape[0]
+        self.n_words = self.V
+        self.stoi = stoi
+        self.unk = unk_id
+
+    cdef inline float _walk(self, uint64_t kw, const int64_t* ctx, int nctx, float* nb, int* keep,
+                            int* matched) noexcept nogil:
+        """log10 p of KenLM word ``kw`` after ``ctx`` (our ids, most recent first): the longest
+        n-gram's value, without the context's back-offs.  ``nb``: the back-offs of the n-grams found
+        (by length), the next state's; ``keep``: how many words the next state keeps."""
+        cdef const _TUni* u = &self.uni[kw]
+        cdef float prob = u.prob
+        cdef uint64_t begin = u.next, end = self.uni[kw + 1].next
+        cdef int i, k, n = self.n, m = 1
+        cdef int64_t at
+        cdef const _TOrder* o
+        cdef float b
+        nb[0] = u.backoff
+        keep[0] = 1 if _kext(u.backoff) else 0
+        for i in range(nctx):
+            if begin >= end:  # no longer n-gram ends in this one
+                break
+            k = i + 2
+            o = &self.ords[k]
+            at = _tfind(o, begin, end, <uint64_t>self.to_k[ctx[i]])
+            if at < 0:
+                break
+            prob = _tprob(o, <uint64_t>at)
+            m = k
+            if k == n:
+                break
+            b = _tback(o, <uint64_t>at)
+            nb[k - 1] = b
+            if _kext(b):
+                keep[0] = k
+            begin = _tnext(o, <uint64_t>at)
+            end = _tnext(o, <uint64_t>at + 1)
+        matched[0] = m
+        return prob
+
+    cdef int _context(self, const int64_t* ctx, int nctx, float* cb) noexcept nogil:
+        """The back-offs of a state's n-grams (``ctx``, most recent first) read from the trie, for
+        a state this object did not write; returns how many were found."""
+        cdef uint64_t kw = <uint64_t>self.to_k[ctx[0]]
+        cdef uint64_t begin = self.uni[kw].next, end = self.uni[kw + 1].next
+        cdef int i
+        cdef int64_t at
+        cdef const _TOrder* o
+        cb[0] = self.uni[kw].backoff
+        for i in range(1, nctx):
+            o = &self.ords[i + 1]
+            at = _tfind(o, begin, end, <uint64_t>self.to_k[ctx[i]])
+            if at < 0:
+                return i
+            cb[i] = _tback(o, <uint64_t>at)
+            begin = _tnext(o, <uint64_t>at)
+            end = _tnext(o, <uint64_t>at + 1)
+        return nctx
+
+    cdef double _score(self, State s, int64_t w, State out, int* matched) noexcept:
+        cdef int j = s.length, i, keep, m, ncb
+        cdef float cb[MAX_ORDER]
+        cdef float nb[MAX_ORDER]
+        cdef float lp
+        if j > self.n - 1:
+            j = self.n - 1
+        if j > 0 and s.bowner == <const void*>self:
+            for i in range(j):
+                cb[i] = <float>s.b[i]
+            ncb = j
+        elif j > 0:
+            ncb = self._context(s.r, j, cb)
+        else:
+            ncb = 0
+        lp = self._walk(<uint64_t>self.to_k[w], s.r, ncb, nb, &keep, &m)
+        for i in range(m - 1, ncb):
+            lp += cb[i]
+        if keep > 1:
+            memmove(&out.r[1], &s.r[0], (keep - 1) * sizeof(int64_t))
+        if keep > 0:
+            out.r[0] = w
+        for i in range(keep):
+            out.b[i] = nb[i]
+        out.length = keep
+        out.hist = keep
+        out.bowner = <const void*>self
         matched[0] = m
         return lp
 

@@ -256,7 +256,9 @@ def _vocab_words(buf, offset: int, n_words: int, path: str) -> list:
 class BinaryFile:
     """A KenLM binary file mapped read-only: its header, vocabulary words and raw bytes."""
 
-    def __init__(self, path: os.PathLike | str) -> None:
+    def __init__(self, path: os.PathLike | str, *, populate: bool = False) -> None:
+        """``populate``: map every page now (Linux's MAP_POPULATE, as KenLM loads by default), one
+        read-ahead instead of a page fault per first touch while scoring."""
         self.path = os.fspath(path)
         if not os.path.exists(self.path):
             raise InputError("no such model file", path=self.path, fix="check the path")
@@ -264,7 +266,10 @@ class BinaryFile:
             size = os.fstat(fh.fileno()).st_size
             if size < _SANITY.size + _FIXED.size:
                 raise InputError("too short to be a KenLM binary file", path=self.path, fix="check the file")
-            self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            if populate and hasattr(mmap, "MAP_POPULATE"):
+                self._mm = mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE, prot=mmap.PROT_READ)
+            else:
+                self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         self.buf = memoryview(self._mm)
         self.header = read_header(self.path, self.buf[:header_size(255)])
         if not self.header.has_vocabulary:
@@ -395,30 +400,62 @@ def _alias_markers(ids: np.ndarray, lacks: list) -> tuple:
     return ids, src
 
 
+def trie_structure(bf: BinaryFile) -> tuple:
+    """A trie file's layout (:class:`TrieLayout`, checked against the file's size) and its words in
+    KenLM's id order; a probing file is refused with the reason."""
+    h = bf.header
+    if h.kind != "trie":
+        raise InputError(f"a KenLM {h.name} binary keeps only hashes of its n-grams, not the n-grams",
+                         path=bf.path, fix="only trie binaries convert back to n-grams; query a probing file "
+                         "with `ngramlm ppl`/`score` or ngramlm.Model, or rebuild a trie from the ARPA")
+    vocab_end = h.size + 8 + 8 * h.counts[0]
+    n_sorted = int(np.frombuffer(bf.buf, dtype="<u8", count=1, offset=h.size)[0])
+    quant, array_bits = _trie_config(bf, vocab_end)
+    L = trie_layout(h.order, h.counts, vocab_end, quant=quant, array_bits=array_bits)
+    if L.end > len(bf.buf):
+        raise InputError(f"the KenLM binary is {len(bf.buf):,} bytes but its {h.name} needs {L.end:,}",
+                         path=bf.path, fix="the file is truncated: copy or rebuild it")
+    words_k = _vocab_words(bf.buf, L.end, n_sorted + 1, bf.path)
+    if h.counts[0] != len(words_k):
+        raise InputError(f"the header counts {h.counts[0]} unigrams but the file lists {len(words_k)} words",
+                         path=bf.path, fix="the file is damaged: rebuild it with build_binary")
+    return L, words_k
+
+
+def trie_query_layout(L: TrieLayout) -> list:
+    """Per order 2..n, what :class:`ngramlm._fast.TrieTables` needs to read entries in place: the
+    byte offsets of the entries, of the pointer-compression table and of the quantisation centres,
+    and the fields' widths."""
+    out = []
+    qat = L.quant_offset + 8  # the centres: per middle order prob then back-off, then the top order's
+    for k in range(2, L.order + 1):
+        m = L.longest if k == L.order else L.middles[k - 2]
+        d = {"base": m["base"], "total_bits": m["total_bits"], "inline_bits": m.get("inline_bits", 0),
+             "array_offset": m.get("array_offset"), "array_count": m.get("array_count", 0), "ptab": None, "btab": None}
+        if L.quant is not None:
+            pb, bb = L.quant
+            d.update(prob_bits=pb, back_bits=bb, ptab=qat)
+            qat += 4 << pb
+            if k < L.order:
+                d["btab"] = qat
+                qat += 4 << bb
+        out.append(d)
+    return out
+
+
 def read_trie_tables(path: os.PathLike | str):
     """A KenLM trie binary (any of its four variants) as :class:`~ngramlm.tables.NgramTables`."""
     from .arpa import _tables, _vocab
 
     with BinaryFile(path) as bf:
         h = bf.header
-        if h.kind != "trie":
-            raise InputError(f"a KenLM {h.name} binary keeps only hashes of its n-grams, not the n-grams",
-                             path=bf.path, fix="only trie binaries convert back to n-grams; query a probing file "
-                             "with `ngramlm ppl`/`score` or ngramlm.Model, or rebuild a trie from the ARPA")
         h_counts = list(h.counts)
-        vocab_end = h.size + 8 + 8 * h.counts[0]
-        n_sorted = int(np.frombuffer(bf.buf, dtype="<u8", count=1, offset=h.size)[0])
-        quant, array_bits = _trie_config(bf, vocab_end)
-        L = trie_layout(h.order, h.counts, vocab_end, quant=quant, array_bits=array_bits)
-        words_k = _vocab_words(bf.buf, L.end, n_sorted + 1, bf.path)
+        L, words_k = trie_structure(bf)
+        quant, array_bits = L.quant, L.array_bits
         dec = decode_trie(bf)
     vocab = _vocab(words_k, "<unk>", "<s>", "</s>")
     V = len(vocab)
     remap = np.array([vocab.stoi_[w] for w in words_k], dtype=np.int64)
-    c0 = h_counts[0]
-    if c0 != len(words_k):
-        raise InputError(f"the header counts {c0} unigrams but the file lists {len(words_k)} words", path=os.fspath(path),
-                         fix="the file is damaged: rebuild it with build_binary")
     lp1 = np.full(V, -np.inf)
     bo1 = np.zeros(V)
     lp1[remap] = dec[1]["prob"]
@@ -523,7 +560,7 @@ class ProbingSearch:
     """A KenLM probing binary's tables, mapped read-only, and KenLM's lookups over them."""
 
     def __init__(self, path: os.PathLike | str) -> None:
-        self.file = BinaryFile(path)
+        self.file = BinaryFile(path, populate=True)
         h = self.file.header
         if h.kind != "probing":
             raise InputError(f"not a probing binary ({h.name})", path=self.file.path, fix="read tries with read_trie_tables")
@@ -573,6 +610,12 @@ class ProbingSearch:
         n = self.order
         T = len(kid)
         kid = kid.astype(np.uint64)
+        # A position sees back only as far as positions run on by one (rows of a batch of queries are
+        # separate sentences even without <s>): the history available is the shorter of the two.
+        brk = np.ones(T, dtype=bool)
+        brk[1:] = pos[1:] != pos[:-1] + 1
+        run_start = np.maximum.accumulate(np.where(brk, np.arange(T), 0))
+        pos = np.minimum(pos, np.arange(T) - run_start)
         found, prob, backoff, extends = self.lookup(1, kid)
         lp = prob.astype(np.float64)
         matched = np.ones(T, dtype=np.int8)

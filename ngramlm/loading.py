@@ -52,16 +52,24 @@ def load_any(path: os.PathLike | str, *, mmap: Optional[bool] = None, ngrams: bo
                              "cannot be read back", path=p,
                              fix="use the ARPA file it was built from, or a trie binary (build_binary trie / "
                                  "`ngramlm build-binary trie`), which keeps them")
-        return read_kenlm_binary(p)
+        return read_kenlm_binary(p, ngrams=ngrams)
     return read_arpa(p) if looks_like_arpa(p) else load_native(p, mmap=mmap)
 
 
-def read_kenlm_binary(path: os.PathLike | str):
-    """A KenLM binary (``build_binary`` output): a trie decodes into an :class:`NgramLM`; a probing
-    file, which stores only hashes of its n-grams, becomes a
+def read_kenlm_binary(path: os.PathLike | str, *, ngrams: bool = False):
+    """A KenLM binary (``build_binary`` output).  A trie is scored in place from the mapped file
+    (:class:`~ngramlm.trie_model.TrieScorer`, with the compiled extension), or with ``ngrams=True``
+    (or without the extension) decoded into an :class:`NgramLM` whose n-grams can be listed; a
+    probing file, which stores only hashes of its n-grams, becomes a
     :class:`~ngramlm.probing_model.ProbingScorer` that scores but cannot list n-grams."""
     header = read_header(path)
     if header.kind == "trie":
+        from . import accel
+
+        if not ngrams and accel.fast is not None and hasattr(accel.fast, "TrieTables"):
+            from .trie_model import TrieScorer
+
+            return TrieScorer(path)
         tables = read_trie_tables(path)
         return NgramLM.from_tables(tables, order=tables.order, smoothing=None)
     from .probing_model import ProbingScorer

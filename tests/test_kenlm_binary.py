@@ -300,6 +300,63 @@ def test_ppl_on_a_binary_matches_the_arpa(toy, run_cli):
     assert math.isfinite(got["arpa"])
 
 
+needs_ext = pytest.mark.skipif(not __import__("ngramlm.accel", fromlist=["fast"]).fast,
+                               reason="the compiled extension is disabled: tries are decoded instead")
+
+
+@needs_ext
+@pytest.mark.parametrize("name", [n for n in VARIANTS if n != "probing"])
+def test_a_trie_is_scored_in_place_as_its_decoded_tables_score(toy, name):
+    """load_any maps a trie and searches it where it lies (TrieScorer); with ngrams=True it decodes
+    every n-gram.  Both give the same numbers per token, and the same next-word distribution, with
+    and without <s> in view."""
+    from ngramlm.trie_model import TrieScorer
+
+    path = toy["files"][name]
+    fast, full = load_any(path), load_any(path, ngrams=True)
+    assert isinstance(fast, TrieScorer) and not isinstance(full, TrieScorer)
+    assert len(full.keys_[1]) == full.n_ngrams_[1] > 0
+    sents = [line.split() for line in toy["lines"]]
+    a, b = _token_scores(fast, sents), _token_scores(full, sents)
+    np.testing.assert_allclose(a.log10_prob, b.log10_prob, atol=1e-6)  # float32 sums against float64
+    assert (a.ngram_length == b.ngram_length).all()
+    words = sents[0]
+    for ctx in ([], ["<s>"], ["<s>"] + words[:2], words[:3], words[:6]):
+        np.testing.assert_allclose(fast.next_probs(ctx), full.next_probs(ctx), rtol=1e-5, atol=1e-12)
+        assert fast.log10_prob(words[3], ctx) == pytest.approx(full.log10_prob(words[3], ctx), abs=1e-6)
+
+
+def _token_scores(lm, sents):
+    enc, oov = lm.encode(sents)
+    return lm.token_scores(enc, oov=oov)
+
+
+@needs_ext
+def test_loading_a_trie_decodes_nothing(toy, tmp_path):
+    """Scoring a trie allocates no tables: loading costs the vocabulary (its words, dict and id map:
+    ~160 bytes a word on PTB's 10,000), not the n-grams (the decoded tables: 250 MB for PTB's 5-gram)."""
+    import tracemalloc
+
+    path = toy["files"]["trie"]
+    tracemalloc.start()
+    lm = load_any(path)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    decoded = load_any(path, ngrams=True)
+    table_bytes = sum(a.nbytes for a in decoded.keys_) + sum(a.nbytes for a in decoded.log10_prob_)
+    assert peak < 400 * len(lm.vocab_) + 50_000 < table_bytes, (peak, len(lm.vocab_), table_bytes)
+    assert lm.info_["kenlm_type"] == "trie"
+
+
+@needs_ext
+def test_a_trie_scored_in_place_refuses_to_list_its_ngrams_with_the_fix(toy):
+    lm = load_any(toy["files"]["trie-q8-b8-a22"])
+    with pytest.raises(InputError, match="ngrams=True"):
+        lm._find(2, np.array([5], dtype=np.int64))
+    assert lm.info_["quantization_bits"] == {"prob": 8, "backoff": 8}
+    assert lm.info_["pointer_compression_bits"] == 22
+
+
 def test_binary_file_keeps_file_mapped_not_read(toy):
     with BinaryFile(toy["files"]["probing"]) as bf:
         assert isinstance(bf.buf, memoryview) and bf.header.kind == "probing"

@@ -108,6 +108,26 @@ def test_corpus_unk_token_is_the_unk_type():
     assert w.oov_rate([]) == 0.0
 
 
+@pytest.mark.parametrize("corpus_unk", [True, False])
+def test_scorer_encode_flags_oov_as_oov_flags_does(corpus_unk):
+    """Scorer.encode derives the OOV flags from the ids; they equal oov_flags' token-by-token ones,
+    for a literal <unk> too (a type where the training text had it, OOV where it did not)."""
+    from corpora.accounting import oov_flags
+    from ngramlm import NgramLM
+
+    rng = random.Random(7)
+    words = ["a", "b", "c", "d", "<unk>"] if corpus_unk else ["a", "b", "c", "d"]
+    train = [[rng.choice(words) for _ in range(rng.randint(1, 6))] for _ in range(50)]
+    v = Vocab().fit(train)
+    lm = NgramLM(order=2, smoothing="wb").fit(v.encode_sentences(train), vocab=v)
+    pool = ["a", "b", "zebra", "<unk>", "c", "yak"]
+    test = [[rng.choice(pool) for _ in range(rng.randint(0, 7))] for _ in range(200)]
+    enc, oov = lm.encode(iter(test))
+    assert enc.ids.tolist() == [x for s in test for x in [lm.vocab_.stoi_.get(w, UNK_ID) for w in s] + [EOS_ID]]
+    np.testing.assert_array_equal(oov, oov_flags(lm.vocab_, test))
+    assert oov.sum() == sum(w in ("zebra", "yak") or (w == "<unk>" and not corpus_unk) for s in test for w in s)
+
+
 def test_coverage_and_stats():
     v = Vocab().fit(SENTS)
     # 11 tokens: the 3, cat 2, sat 2, then 1 each
