@@ -1617,6 +1617,31 @@ cdef struct _TOrder:
     const float* btab
     int64_t n_words           # the vocabulary's size: every word id is below it
 
+cdef enum:
+    GROUP = 32  # trie searches run side by side in TrieTables.score_padded
+
+cdef struct _TWalk:  # one position's search in flight
+    Py_ssize_t t
+    int hist           # context words in view
+    int k              # the order being searched
+    int m              # the longest n-gram found so far
+    int keep           # how many words the state after this position keeps
+    int probes
+    bint done
+    int64_t key, lo, hi, vlo, vhi, at
+    float prob
+    float nb[MAX_ORDER]
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define ngramlm_prefetch(p) __builtin_prefetch((const void*)(p))
+    #else
+    #define ngramlm_prefetch(p) ((void)0)
+    #endif
+    """
+    void _prefetch "ngramlm_prefetch"(const void* p) nogil
+
 cdef packed struct _TUni:
     float prob
     float backoff
@@ -1629,20 +1654,30 @@ cdef inline uint64_t _rd(const uint8_t* base, uint64_t bit, uint64_t mask) noexc
     memcpy(&v, base + (bit >> 3), 8)
     return (v >> (bit & 7)) & mask
 
-cdef inline uint64_t _tnext(const _TOrder* o, uint64_t i) noexcept nogil:
-    """The first child (in the next order) of entry i: entry i+1's value is the end of i's children."""
-    cdef uint64_t v = _rd(o.base, i * o.total_bits + <uint64_t>o.next_at, o.inline_mask)
-    cdef uint64_t lo = 0, hi = o.arr_n, mid
+cdef inline void _trange(const _TOrder* o, uint64_t i, uint64_t* begin, uint64_t* end) noexcept nogil:
+    """The children of entry i: [next(i), next(i + 1)) in the next order (the entry after i holds
+    the end).  With pointer compression a pointer's high bits are how many table values are <= its
+    entry's index, less one: one binary search for i, then a step or two for i + 1."""
+    cdef uint64_t at = i * o.total_bits + <uint64_t>o.next_at
+    cdef uint64_t vb = _rd(o.base, at, o.inline_mask)
+    cdef uint64_t ve = _rd(o.base, at + o.total_bits, o.inline_mask)
+    cdef uint64_t lo = 0, n = o.arr_n, half
     if o.arr == NULL:
-        return v
-    # The high bits: how many table values are <= i, less one (the table is sorted).
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if o.arr[mid] <= i:
-            lo = mid + 1
-        else:
-            hi = mid
-    return ((lo - 1) << o.inline_bits) | v
+        begin[0] = vb
+        end[0] = ve
+        return
+    # Branch-free binary search (a conditional move per step: the table is small and cached, so a
+    # mispredicted branch per step would cost more than the reads).
+    while n > 1:
+        half = n >> 1
+        lo = lo + half if o.arr[lo + half] <= i else lo
+        n -= half
+    lo += 1 if o.arr[lo] <= i else 0
+    begin[0] = ((lo - 1) << o.inline_bits) | vb
+    while lo < o.arr_n and o.arr[lo] <= i + 1:
+        lo += 1
+    end[0] = ((lo - 1) << o.inline_bits) | ve
+
 
 cdef inline int64_t _tfind(const _TOrder* o, uint64_t begin, uint64_t end, uint64_t word) noexcept nogil:
     """The index of ``word`` among entries [begin, end) (sorted by word), or -1.  Word ids of a
@@ -1784,8 +1819,7 @@ cdef class TrieTables(_StateModel):
             nb[k - 1] = b
             if _kext(b):
                 keep[0] = k
-            begin = _tnext(o, <uint64_t>at)
-            end = _tnext(o, <uint64_t>at + 1)
+            _trange(o, <uint64_t>at, &begin, &end)
         matched[0] = m
         return prob
 
@@ -1804,8 +1838,7 @@ cdef class TrieTables(_StateModel):
             if at < 0:
                 return i
             cb[i] = _tback(o, <uint64_t>at)
-            begin = _tnext(o, <uint64_t>at)
-            end = _tnext(o, <uint64_t>at + 1)
+            _trange(o, <uint64_t>at, &begin, &end)
         return nctx
 
     cdef double _score(self, State s, int64_t w, State out, int* matched) noexcept:
@@ -1847,3 +1880,153 @@ cdef class TrieTables(_StateModel):
                 raise ValueError(f"this state (rows={s.rows}) does not belong to this model; start from "
                                  "BeginSentenceWrite/NullContextWrite of this model")
         return 0
+
+    def score_padded(self, const int64_t[:] tokens, const int64_t[:] pos):
+        """log10 p and matched length at every position of a padded stream of this toolkit's ids
+        (``pos`` 0 at each ``<s>``; a position continues the one before only where ``pos`` goes up
+        by one): the state API's numbers, position by position.
+
+        A search is a chain of dependent reads into a file far larger than the cache, so one word at
+        a time waits on memory at every probe.  The context of every position is known in advance,
+        though, so the searches of ``GROUP`` positions run side by side: each round issues one probe
+        per search and prefetches it, and the next round reads what has arrived by then.  Each
+        search goes as deep as the history allows instead of as deep as the previous state kept:
+        what lies beyond the state's words cannot be found (no n-gram extends those contexts), and
+        their back-offs are exactly 0, so the numbers are the state API's."""
+        cdef Py_ssize_t T = tokens.shape[0], t, g0, g1
+        out_lp = np.empty(T, dtype=np.float64)
+        out_m = np.empty(T, dtype=np.int8)
+        cdef double[:] lpv = out_lp
+        cdef int8_t[:] mv = out_m
+        cdef _TWalk ws[GROUP]
+        cdef _TWalk* wk
+        cdef float prev_nb[MAX_ORDER]
+        cdef int prev_keep = 0, i, j, active, run = 0, n = self.n
+        cdef int64_t w
+        cdef float lp
+        for t in range(T):
+            w = tokens[t]
+            if w < 0 or w >= self.n_words:
+                raise ValueError(f"token id {w} at position {t} is outside this model's vocabulary")
+        with nogil:
+            g0 = 0
+            while g0 < T:
+                g1 = g0 + GROUP
+                if g1 > T:
+                    g1 = T
+                for t in range(g0, g1):
+                    _prefetch(&self.uni[self.to_k[tokens[t]]])
+                # Start every search of the group: its word's unigram record, its history length.
+                for t in range(g0, g1):
+                    wk = &ws[t - g0]
+                    if pos[t] == 0:
+                        run = 0
+                    elif t > 0 and pos[t] == pos[t - 1] + 1:
+                        run += 1
+                    else:
+                        run = 0
+                    self._walk_start(wk, tokens, t, (0 if pos[t] == 0 else (run if run < n - 1 else n - 1)))
+                # Rounds: each live search reads its last probe and issues (prefetches) the next.
+                active = g1 - g0
+                while active > 0:
+                    active = 0
+                    for j in range(g1 - g0):
+                        if not ws[j].done:
+                            self._walk_step(&ws[j], tokens)
+                            if not ws[j].done:
+                                active += 1
+                # In order: add the back-offs of the state the previous position leaves.
+                for t in range(g0, g1):
+                    wk = &ws[t - g0]
+                    if pos[t] == 0:  # <s>: history only (BeginSentenceWrite keeps it whatever it is)
+                        lpv[t] = 0.0
+                        mv[t] = 1
+                        prev_nb[0] = wk.nb[0]
+                        prev_keep = 1 if n > 1 else 0
+                        continue
+                    if t == 0 or pos[t] != pos[t - 1] + 1:
+                        prev_keep = 0
+                    lp = wk.prob
+                    for i in range(wk.m - 1, prev_keep):
+                        lp += prev_nb[i]
+                    lpv[t] = lp
+                    mv[t] = <int8_t>wk.m
+                    for i in range(wk.keep):
+                        prev_nb[i] = wk.nb[i]
+                    prev_keep = wk.keep
+                g0 = g1
+        return out_lp, out_m
+
+    cdef inline void _walk_start(self, _TWalk* wk, const int64_t[:] tokens, Py_ssize_t t, int hist) noexcept nogil:
+        cdef uint64_t kw = <uint64_t>self.to_k[tokens[t]]
+        cdef const _TUni* u = &self.uni[kw]
+        wk.t = t
+        wk.hist = hist
+        wk.prob = u.prob
+        wk.nb[0] = u.backoff
+        wk.keep = 1 if _kext(u.backoff) else 0
+        wk.m = 1
+        wk.k = 1
+        wk.at = -1
+        wk.done = False
+        self._walk_descend(wk, tokens, u.next, self.uni[kw + 1].next)
+
+    cdef inline void _walk_descend(self, _TWalk* wk, const int64_t[:] tokens, uint64_t begin, uint64_t end) noexcept nogil:
+        """Go down one order: set up the search of the next context word among [begin, end)."""
+        cdef const _TOrder* o
+        if wk.k >= wk.hist + 1 or begin >= end:
+            wk.done = True
+            return
+        wk.k += 1
+        o = &self.ords[wk.k]
+        wk.key = self.to_k[tokens[wk.t - (wk.k - 1)]]
+        wk.lo = <int64_t>begin - 1
+        wk.hi = <int64_t>end
+        wk.vlo = -1
+        wk.vhi = o.n_words
+        wk.probes = 0
+        self._walk_issue(wk)
+
+    cdef inline void _walk_issue(self, _TWalk* wk) noexcept nogil:
+        """Choose the next probe (interpolation, as _tfind) and prefetch it; done if the range is empty."""
+        cdef const _TOrder* o = &self.ords[wk.k]
+        cdef int64_t at
+        if wk.hi - wk.lo <= 1:
+            wk.done = True
+            return
+        if wk.probes < 8:
+            at = wk.lo + 1 + <int64_t>((<double>(wk.key - wk.vlo - 1) / <double>(wk.vhi - wk.vlo - 1)) *
+                                       <double>(wk.hi - wk.lo - 1))
+            if at >= wk.hi:
+                at = wk.hi - 1
+        else:
+            at = wk.lo + ((wk.hi - wk.lo) >> 1)
+        wk.probes += 1
+        wk.at = at
+        _prefetch(o.base + ((<uint64_t>at * o.total_bits) >> 3))
+
+    cdef inline void _walk_step(self, _TWalk* wk, const int64_t[:] tokens) noexcept nogil:
+        cdef const _TOrder* o = &self.ords[wk.k]
+        cdef uint64_t at = <uint64_t>wk.at, begin, end
+        cdef int64_t v = <int64_t>_rd(o.base, at * o.total_bits, o.word_mask)
+        cdef float b
+        if v < wk.key:
+            wk.lo, wk.vlo = wk.at, v
+            self._walk_issue(wk)
+            return
+        if v > wk.key:
+            wk.hi, wk.vhi = wk.at, v
+            self._walk_issue(wk)
+            return
+        # Found the context word at this order.
+        wk.prob = _tprob(o, at)
+        wk.m = wk.k
+        if wk.k == self.n:
+            wk.done = True
+            return
+        b = _tback(o, at)
+        wk.nb[wk.k - 1] = b
+        if _kext(b):
+            wk.keep = wk.k
+        _trange(o, at, &begin, &end)
+        self._walk_descend(wk, tokens, begin, end)
