@@ -38,24 +38,31 @@ import json, sys, time
 sys.path.insert(0, {root!r})
 which, path, text = sys.argv[1:4]
 lines = [l.strip() for l in open(text, encoding="utf-8")]
+
+
+def rss(field):  # VmHWM, not ru_maxrss: Linux carries a forked parent's peak into ru_maxrss across exec
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith(field)) / 1024
+
+
 t0 = time.perf_counter()
 if which == "kenlm":
     import kenlm
-    t1 = time.perf_counter()
+else:
+    from ngramlm.loading import load_any
+t1 = time.perf_counter()
+rss_import = rss("VmRSS")
+if which == "kenlm":
     m = kenlm.Model(path)
     t2 = time.perf_counter()
     total = sum(m.score(l) for l in lines)
 else:
-    from ngramlm.loading import load_any
-    t1 = time.perf_counter()
     lm = load_any(path)
     t2 = time.perf_counter()
     enc, oov = lm.encode([l.split() for l in lines])
     total = float(lm.token_scores(enc, oov=oov).log10_prob.sum())
 t3 = time.perf_counter()
-# VmHWM, not ru_maxrss: Linux carries a forked parent's peak into ru_maxrss across exec.
-hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
-print(json.dumps({{"import": t1 - t0, "load": t2 - t1, "score": t3 - t2, "total": total, "rss_mb": hwm / 1024}}))
+print(json.dumps({{"import": t1 - t0, "load": t2 - t1, "score": t3 - t2, "total": total, "rss_mb": rss("VmHWM"),
+                  "rss_import_mb": rss_import}}))
 """
 
 
@@ -67,7 +74,8 @@ def _fresh(which: str, path: str, text: str, repeat: int) -> dict:
                              capture_output=True, text=True, check=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     med = {k: float(sorted(r[k] for r in runs)[len(runs) // 2]) for k in ("import", "load", "score")}
-    return {**med, "total": runs[0]["total"], "rss_mb": max(r["rss_mb"] for r in runs)}
+    return {**med, "total": runs[0]["total"], "rss_mb": max(r["rss_mb"] for r in runs),
+            "model_mb": max(r["rss_mb"] - r["rss_import_mb"] for r in runs)}
 
 
 def _base_score_loop(model, state_cls, words) -> float:
@@ -134,6 +142,7 @@ def main(arpa, text, kenlm_bin, loop_words, repeat, out):
                     "load_ours_s": a["load"], "load_kenlm_s": b["load"],
                     "score_ours_s": a["score"], "score_kenlm_s": b["score"],
                     "rss_ours_mb": a["rss_mb"], "rss_kenlm_mb": b["rss_mb"],
+                    "model_rss_ours_mb": a["model_mb"], "model_rss_kenlm_mb": b["model_mb"],
                     "log10_total_ours": a["total"], "log10_total_kenlm": b["total"]})
         ours_m, ref_m = Model(str(ref_path)), kenlm.Model(str(ref_path))
         diff = 0.0
@@ -157,7 +166,9 @@ def main(arpa, text, kenlm_bin, loop_words, repeat, out):
                    f"{b['load']:.3f} s, score {a['score']:.3f} / {b['score']:.3f} s; medians of {repeat})")
         click.echo(f"  import      ours {a['import']:6.3f} s  kenlm {b['import']:6.3f} s  (not in load+score: "
                    f"numpy and the toolkit against one extension module)")
-        click.echo(f"  peak RSS    ours {a['rss_mb']:6.1f} MB kenlm {b['rss_mb']:6.1f} MB ratio {a['rss_mb'] / b['rss_mb']:.2f}")
+        click.echo(f"  peak RSS    ours {a['rss_mb']:6.1f} MB kenlm {b['rss_mb']:6.1f} MB ratio {a['rss_mb'] / b['rss_mb']:.2f}"
+                   f"  (above the RSS after import: ours {a['model_mb']:.1f} MB kenlm {b['model_mb']:.1f} MB ratio "
+                   f"{a['model_mb'] / b['model_mb']:.2f})")
         click.echo(f"  log10 total ours {a['total']:.4f} kenlm {b['total']:.4f}; max per-token difference {diff:.2e}")
         click.echo(f"  BaseScore   ours {row['base_score_us_ours']:.3f} us  kenlm {row['base_score_us_kenlm']:.3f} us  "
                    f"ratio {row['base_score_us_ours'] / row['base_score_us_kenlm']:.2f}")

@@ -247,8 +247,9 @@ def _vocab_words(buf, offset: int, n_words: int, path: str) -> list:
     if len(parts) < n_words or parts[0] != b"<unk>":
         raise InputError(f"the KenLM binary's vocabulary strings are missing or cut short "
                          f"({len(parts) - 1} of {n_words})", path=path, fix="the file is truncated: copy or rebuild it")
-    try:
-        return [w.decode("utf-8") for w in parts[:n_words]]
+    try:  # one decode of the words' bytes (a NUL never occurs inside a UTF-8 character)
+        end = sum(map(len, parts[:n_words])) + n_words - 1
+        return raw[:end].decode("utf-8").split("\0")
     except UnicodeDecodeError as e:
         raise InputError(f"a vocabulary word is not UTF-8 ({e})", path=path, fix="rebuild from a UTF-8 ARPA file") from None
 

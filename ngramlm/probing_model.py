@@ -32,7 +32,8 @@ class KenlmBinaryScorer(Scorer):
         # Our ids -> KenLM's (ids our vocabulary has that KenLM lacks -- <pad>, or the sentence
         # markers of a file built with -s -- are its <unk>, 0, as KenLM reads them).
         self.to_kenlm = np.zeros(V, dtype=np.int64)
-        self.to_kenlm[[vocab.stoi_[w] for w in words]] = np.arange(len(words))
+        self.to_kenlm[np.fromiter(map(vocab.stoi_.__getitem__, words), dtype=np.int64, count=len(words))] = \
+            np.arange(len(words))
         self.binary_path = path
         tables = NgramTables(vocab=vocab, kind="backoff", keys=[np.zeros(0, dtype=np.int64)] * header.order,
                              n_ngrams=list(header.counts), smoother_name="unknown",

@@ -35,7 +35,8 @@ class TrieScorer(KenlmBinaryScorer):
             info["quantization_bits"] = {"prob": L.quant[0], "backoff": L.quant[1]}
         if L.array_bits is not None:
             info["pointer_compression_bits"] = L.array_bits
-        lacks = [t for t in ("<s>", "</s>") if t not in set(words)]
+        listed = set(words)
+        lacks = [t for t in ("<s>", "</s>") if t not in listed]
         if lacks:
             info["kenlm_lacks"] = lacks
         self._init_vocab(words, h, self.file.path, **info)
