@@ -1450,7 +1450,39 @@ cdef inline float _kprob(float stored, bint* extends) noexcept nogil:
     return u.f
 
 
-cdef class ProbingTables(_StateModel):
+cdef class _KenlmTables(_StateModel):
+    """What the state APIs over KenLM's two binary structures share: KenLM's word ids by ours, the
+    check of a state handed in, and the state a score leaves (KenLM's: the word, as many earlier
+    words as can still matter, and their back-off weights)."""
+
+    cdef const int64_t* to_k
+    cdef int64_t V
+    cdef list arrays
+
+    cdef void _next_state(self, State s, int64_t w, State out, int keep, const float* nb) noexcept:
+        cdef int i
+        if keep > 1:
+            memmove(&out.r[1], &s.r[0], (keep - 1) * sizeof(int64_t))
+        if keep > 0:
+            out.r[0] = w
+        for i in range(keep):
+            out.b[i] = nb[i]
+        out.length = keep
+        out.hist = keep
+        out.bowner = <const void*>self
+
+    cdef int _check(self, State s) except -1:
+        cdef int i
+        if s.length > self.n - 1:
+            raise ValueError(f"this state (rows={s.rows}) does not belong to this order-{self.n} model")
+        for i in range(s.length):
+            if s.r[i] < 0 or s.r[i] >= self.V:
+                raise ValueError(f"this state (rows={s.rows}) does not belong to this model; start from "
+                                 "BeginSentenceWrite/NullContextWrite of this model")
+        return 0
+
+
+cdef class ProbingTables(_KenlmTables):
     """The state API over a KenLM probing binary's mapped tables (``ngramlm.kenlm_binary.ProbingSearch``),
     KenLM's own search: the key of an n-gram is a hash chain from its last word back, each table is
     probed linearly, and the search stops where an n-gram does not extend to the left.  States hold
@@ -1461,9 +1493,6 @@ cdef class ProbingTables(_StateModel):
     cdef uint64_t msize[MAX_ORDER]
     cdef const _PLong* longest
     cdef uint64_t lsize
-    cdef const int64_t* to_k
-    cdef int64_t V
-    cdef list arrays
 
     def __init__(self, unigram, list middles, longest, dict stoi, to_kenlm, int64_t unk_id):
         cdef const unsigned char[:] raw
@@ -1566,27 +1595,10 @@ cdef class ProbingTables(_StateModel):
                 keep = k
         for i in range(m - 1, ncb):
             lp += cb[i]
-        if keep > 0:
-            if keep > 1:
-                memmove(&out.r[1], &s.r[0], (keep - 1) * sizeof(int64_t))
-            out.r[0] = w
-        for i in range(keep):
-            out.b[i] = nb[i]
-        out.length = keep
-        out.hist = keep
-        out.bowner = <const void*>self
+        self._next_state(s, w, out, keep, nb)
         matched[0] = m
         return lp
 
-    cdef int _check(self, State s) except -1:
-        cdef int i
-        if s.length > self.n - 1:
-            raise ValueError(f"this state (rows={s.rows}) does not belong to this order-{self.n} model")
-        for i in range(s.length):
-            if s.r[i] < 0 or s.r[i] >= self.V:
-                raise ValueError(f"this state (rows={s.rows}) does not belong to this model; start from "
-                                 "BeginSentenceWrite/NullContextWrite of this model")
-        return 0
 
 
 # ----------------------------------------------------------------------------- KenLM trie binaries: queries on the mapped file
@@ -1723,7 +1735,7 @@ cdef inline float _tback(const _TOrder* o, uint64_t i) noexcept nogil:
     return u.f
 
 
-cdef class TrieTables(_StateModel):
+cdef class TrieTables(_KenlmTables):
     """The state API and a whole-text scorer over a KenLM trie binary as it lies in its mapped file,
     KenLM's search: from the word's unigram down its children, one context word per order, and the
     context's back-off weights kept in the state.  Sums are float32, as KenLM's, so a score equals
@@ -1731,9 +1743,6 @@ cdef class TrieTables(_StateModel):
 
     cdef const _TUni* uni
     cdef _TOrder ords[MAX_ORDER + 1]   # index k: order k (2..n)
-    cdef const int64_t* to_k
-    cdef int64_t V
-    cdef list arrays
 
     def __init__(self, const uint8_t[:] buf, owner, int order, uint64_t unigram_offset, int word_bits,
                  list orders, to_kenlm, dict stoi, int64_t unk_id, int64_t n_unigrams):
@@ -1859,27 +1868,10 @@ cdef class TrieTables(_StateModel):
         lp = self._walk(<uint64_t>self.to_k[w], s.r, ncb, nb, &keep, &m)
         for i in range(m - 1, ncb):
             lp += cb[i]
-        if keep > 1:
-            memmove(&out.r[1], &s.r[0], (keep - 1) * sizeof(int64_t))
-        if keep > 0:
-            out.r[0] = w
-        for i in range(keep):
-            out.b[i] = nb[i]
-        out.length = keep
-        out.hist = keep
-        out.bowner = <const void*>self
+        self._next_state(s, w, out, keep, nb)
         matched[0] = m
         return lp
 
-    cdef int _check(self, State s) except -1:
-        cdef int i
-        if s.length > self.n - 1:
-            raise ValueError(f"this state (rows={s.rows}) does not belong to this order-{self.n} model")
-        for i in range(s.length):
-            if s.r[i] < 0 or s.r[i] >= self.V:
-                raise ValueError(f"this state (rows={s.rows}) does not belong to this model; start from "
-                                 "BeginSentenceWrite/NullContextWrite of this model")
-        return 0
 
     def score_padded(self, const int64_t[:] tokens, const int64_t[:] pos):
         """log10 p and matched length at every position of a padded stream of this toolkit's ids

@@ -110,7 +110,8 @@ def other_kind(path: str):
               help="lmplz's --limit_vocab_file: estimate on the full text, then keep only the n-grams whose words "
                    "are all in this list (one word a line; <s>, </s>, <unk> always kept), the removed words' "
                    "probability going to <unk>, back-off weights renormalised (as `ngramlm filter`).  The text is "
-                   "not mapped to <unk>.")
+                   "not mapped to <unk>.  With --compat kenlm, lmplz's own way: those n-grams are pruned inside the "
+                   "estimation, their mass going to the back-off weights, and lmplz's numbers come out.")
 @click.option("--max-size", type=int, default=None, help="Vocabulary: keep at most this many words.")
 @click.option("--vocab", "vocab_path", type=click.Path(dir_okay=False), default=None,
               help="Use this vocabulary file instead of fitting one on the training text.")
@@ -225,9 +226,10 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
                  discount_fallback=(0.5, 1.0, 1.5) if discount_fallback else None, alpha=alpha, lambdas=lam,
                  prune=prune, prune_entropy=prune_entropy, compat=compat)
     smoother = lm._make_smoother()  # validates the name before any work
-    if limit_words is not None and smoother.name not in backoff_smoothers():
-        raise InputError(f"--limit-vocab renormalises back-off weights, and {smoother.name} does not make a back-off "
-                         "distribution", fix=f"train with --smoothing {named_list(backoff_smoothers())}")
+    if limit_words is not None:
+        from ngramlm.vocab_filter import check_limitable_smoother
+
+        check_limitable_smoother(smoother)
     spec = _spec_from_options(tokenizer, lower, normalize)
     if vocab_path:
         vocab = Vocab.load(vocab_path)
@@ -287,15 +289,20 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
         counts = NgramCounts.from_encoded(enc, order=order, vocab_size=len(vocab))
     stage(3, f"smoothing ({smoother.name})" + (", pruning" if prune or prune_entropy else "")
           + (", limiting the vocabulary" if limit_words is not None else ""))
+    # --compat kenlm prunes the unlisted words' n-grams inside the estimation, as lmplz does; otherwise
+    # the estimated model is limited after (the closed-vocabulary renormalisation).
+    in_estimation = limit_words is not None and compat is not None
     if merged is not None:
         lm.fit_counts(counts, vocab=vocab, smoother=merged)
     else:
-        lm.fit(enc, vocab=vocab, counts=counts, heldout=heldout)
+        lm.fit(enc, vocab=vocab, counts=counts, heldout=heldout, limit_vocab=limit_words if in_estimation else None)
     del enc, counts  # the model keeps what it needs; free the counts before writing
     if merging is not None:
         lm.info_["count_merging"] = merging  # saved in .npz models (ARPA has no place for it)
     limited = None
-    if limit_words is not None:
+    if in_estimation:
+        limited = _report_limit(lm.vocab_limit_, limit_vocab_path)
+    elif limit_words is not None:
         limited = _limit_vocabulary(lm, limit_words, limit_vocab_path)
     stage(4, f"writing {output}")
     save_model(lm, output)
@@ -425,9 +432,15 @@ def _limit_vocabulary(lm, words, path):
 
     res = limit_vocabulary(lm, words=words, source=path)
     lm._set_tables(res.tables)
+    return _report_limit(res, path)
+
+
+def _report_limit(res, path):
     sizes = ["/".join(str(n) for n in x) for x in (res.ngrams_before, res.ngrams_after)]
+    how = (f"p(<unk>) {res.unk_prob_before:.6g} -> {res.unk_prob_after:.6g}" if res.unk_prob_after != res.unk_prob_before
+           else "pruned inside the estimation, as lmplz does (--compat kenlm)")
     click.echo(f"limit-vocab {path}: {res.kept_words} words kept, {res.removed_words} removed; n-grams "
-               f"{sizes[0]} -> {sizes[1]}; p(<unk>) {res.unk_prob_before:.6g} -> {res.unk_prob_after:.6g}", err=True)
+               f"{sizes[0]} -> {sizes[1]}; {how}", err=True)
     if res.missing:
         click.echo(f"note: {len(res.missing)} words of {path} are not in the trained vocabulary (not in the "
                    f"text, or cut by --min-count), e.g. {', '.join(res.missing[:5])}: a recogniser would score them "

@@ -79,10 +79,18 @@ class NgramLM(Scorer):
         return smoother
 
     def fit(self, train: EncodedText, *, vocab: Vocab, counts: Optional[NgramCounts] = None,
-            heldout: Optional[EncodedText] = None) -> "NgramLM":
+            heldout: Optional[EncodedText] = None, limit_vocab: Optional[Sequence[str]] = None) -> "NgramLM":
         """Count (unless ``counts`` are given) and smooth.  Returns ``self``.
 
         ``heldout`` text tunes the weights of Jelinek-Mercer when none were given.
+
+        ``limit_vocab`` (a recogniser's word list) keeps only the n-grams whose words are listed
+        (``<s>``, ``</s>``, ``<unk>`` always), estimated on the whole text.  With ``compat="kenlm"``
+        as lmplz's ``--limit_vocab_file`` does it: the other n-grams are pruned inside the estimation,
+        each context's pruned mass going to its back-off weight, and nothing else changes.  Otherwise
+        as :func:`ngramlm.vocab_filter.limit_vocabulary` does it: the removed words' probability goes
+        to ``<unk>`` and the back-off weights are renormalised.  ``self.vocab_limit_`` says what was
+        removed.
         """
         order = check_order(self.order)
         smoother = self._make_smoother()
@@ -95,9 +103,22 @@ class NgramLM(Scorer):
             from .tuning import tune_jelinek_mercer
 
             smoother.lambdas = tune_jelinek_mercer(counts, vocab, heldout)
+        if limit_vocab is not None:
+            from .vocab_filter import check_limitable_smoother, kept_ids
+
+            check_limitable_smoother(smoother)
+            keep, _ = kept_ids(vocab, limit_vocab)
         if self.compat is not None:
             self._apply_compat(smoother, train, counts)
-        return self.fit_counts(counts, vocab=vocab, smoother=smoother)
+            if limit_vocab is not None:
+                smoother.lmplz_["prune_words"] = ~keep
+        self.fit_counts(counts, vocab=vocab, smoother=smoother)
+        if limit_vocab is not None:
+            from .vocab_filter import limit_vocabulary
+
+            self.vocab_limit_ = limit_vocabulary(self, words=limit_vocab, lmplz=self.compat == "kenlm")
+            self._set_tables(self.vocab_limit_.tables)
+        return self
 
     def _apply_compat(self, smoother: Smoother, train: Optional[EncodedText], counts: NgramCounts) -> None:
         from .kenlm_compat import lmplz_adjustments

@@ -112,7 +112,8 @@ def discount_vector(d: Sequence[float]) -> np.ndarray:
     return np.array([0.0] + list(d) + [d[-1]] * (3 - len(d)))
 
 
-def mkn_alpha_gamma(a: np.ndarray, parent: np.ndarray, n_ctx: int, D: np.ndarray) -> tuple:
+def mkn_alpha_gamma(a: np.ndarray, parent: np.ndarray, n_ctx: int, D: np.ndarray,
+                    pruned: Optional[np.ndarray] = None) -> tuple:
     """Kneser-Ney's discounted share of each row and each context's lower-order weight.
 
     ``a``: adjusted counts of rows; ``parent``: each row's context in ``0..n_ctx-1``; ``D`` from
@@ -120,12 +121,19 @@ def mkn_alpha_gamma(a: np.ndarray, parent: np.ndarray, n_ctx: int, D: np.ndarray
     ``gamma(h) = sum_h D(a) / sum_h a`` (0 for a context with no rows).  Each context's sums run
     over its rows in order, so rows passed in chunks that never split a context give the very
     same bits as all rows at once (the out-of-core estimation relies on it).
+
+    ``pruned`` (bool per row): rows to be dropped from the model, as lmplz prunes inside its
+    estimation (``--limit_vocab_file``, ``--prune``): they stay in the denominators and give their
+    whole count, not just its discount, to the context's lower-order weight (lmplz's AddRight).
     """
     bucket = np.minimum(a, 3).astype(np.int64)
     denom = _context_sums(parent, a, n_ctx)
     safe = np.where(denom > 0, denom, 1.0)
     alpha = np.where(a > 0, (a - D[bucket]) / safe[parent], 0.0)
-    disc_mass = _context_sums(parent, np.where(a > 0, D[bucket], 0.0), n_ctx)
+    share = np.where(a > 0, D[bucket], 0.0)
+    if pruned is not None:
+        share = np.where(pruned, a, share)
+    disc_mass = _context_sums(parent, share, n_ctx)
     gamma = np.where(denom > 0, disc_mass / safe, 0.0)
     return alpha, gamma
 
@@ -266,16 +274,26 @@ class ModifiedKneserNey(Smoother):
         lmplz = getattr(self, "lmplz_", None)
         if lmplz is not None:
             n_types += lmplz["extra_types"]  # lmplz's uniform floor also counts its own <unk>
+            if lmplz.get("prune_words") is not None:
+                # ... and only the types left after pruning (it divides by the pruned unigram count).
+                n_types -= int(lmplz["prune_words"].sum())
         alphas, gammas = [], []
+        # lmplz's --limit_vocab_file (with --compat kenlm): the rows holding a word outside the list
+        # are pruned inside the estimation; the model drops them afterwards (NgramLM.fit).
+        prune_words = lmplz.get("prune_words") if lmplz is not None else None
+        pruned = None
         for k in range(1, counts.order + 1):
             a = adj[k - 1]
+            t = counts.tables[k - 1]
             if k == 1:
                 parent = np.zeros(len(a), dtype=np.int64)
                 n_ctx = 1
             else:
-                parent = counts.tables[k - 1].parent
+                parent = t.parent
                 n_ctx = len(counts.tables[k - 2])
-            alpha, gamma = mkn_alpha_gamma(a, parent, n_ctx, discount_vector(discounts[k - 1]))
+            if prune_words is not None:
+                pruned = prune_words[t.word] if k == 1 else pruned[t.parent] | prune_words[t.word]
+            alpha, gamma = mkn_alpha_gamma(a, parent, n_ctx, discount_vector(discounts[k - 1]), pruned)
             alphas.append(alpha)
             gammas.append(gamma)
             adj[k - 1] = None
@@ -285,6 +303,8 @@ class ModifiedKneserNey(Smoother):
         if lmplz is not None:
             info["compat"] = {"kenlm": {"uniform_types": n_types,
                                         "raw_count_rows": lmplz["raw_count_rows"]}}
+            if prune_words is not None:
+                info["compat"]["kenlm"]["limit_vocab_pruned_words"] = int(prune_words.sum())
         return BackoffTables(lp, lb, info=info)
 
 

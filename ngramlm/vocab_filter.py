@@ -92,6 +92,13 @@ def check_limitable(model, *, name: Optional[str] = None) -> None:
                          fix=f"use a model smoothed with {named_list(backoff_smoothers())}")
 
 
+def check_limitable_smoother(smoother) -> None:
+    """An :class:`InputError` before any work when ``smoother`` makes no back-off distribution."""
+    if smoother.name not in backoff_smoothers():
+        raise InputError(f"--limit-vocab renormalises back-off weights, and {smoother.name} does not make a back-off "
+                         "distribution", fix=f"train with --smoothing {named_list(backoff_smoothers())}")
+
+
 @dataclass
 class VocabLimit:
     """The limited model's tables and what the limiting did."""
@@ -199,23 +206,30 @@ def limited_vocab(vocab: Vocab, keep: np.ndarray) -> Vocab:
     return v
 
 
-def limit_vocabulary(model, *, words: Sequence[str], source: Optional[str] = None) -> VocabLimit:
+def limit_vocabulary(model, *, words: Sequence[str], source: Optional[str] = None, lmplz: bool = False) -> VocabLimit:
     """``model`` (a back-off :class:`~ngramlm.scorer.Scorer`) limited to ``words``: see the module's docstring.
-    ``source`` names the list in errors."""
+    ``source`` names the list in errors.
+
+    ``lmplz=True``: only drop the n-grams outside the list and keep every number as it is -- for a
+    model estimated with those n-grams pruned inside the estimation (``NgramLM(compat="kenlm")
+    .fit(..., limit_vocab=...)``, lmplz's ``--limit_vocab_file``), whose back-off weights already hold
+    the pruned mass."""
     check_limitable(model)
     vocab = model.vocab_
     keep_word, missing = kept_ids(vocab, words, source=source)
     removed = ~keep_word
-    R = removed_mass(model, removed)
+    R = None if lmplz else removed_mass(model, removed)
     V = len(vocab)
     new_id = np.cumsum(keep_word) - 1  # old id -> new id (where kept)
     V2 = int(keep_word.sum())
     # Order 1.
     lp1 = np.asarray(model.log10_prob_[0], dtype=np.float64)[keep_word].copy()
     unk_before = float(10.0 ** lp1[UNK_ID])
-    unk_after = unk_before + float(R[0][0])
-    with np.errstate(divide="ignore"):
-        lp1[UNK_ID] = np.log10(unk_after)
+    unk_after = unk_before
+    if R is not None:
+        unk_after += float(R[0][0])
+        with np.errstate(divide="ignore"):
+            lp1[UNK_ID] = np.log10(unk_after)
     lp1[[PAD_ID, BOS_ID]] = -np.inf  # never predicted
     keys = [np.arange(V2, dtype=np.int64)]
     probs = [lp1]
@@ -229,9 +243,10 @@ def limit_vocabulary(model, *, words: Sequence[str], source: Optional[str] = Non
         # Compaction keeps the order (rows and ids are renumbered monotonically), so keys stay sorted.
         keys.append(new_row[parent[keep]] * V2 + new_id[last[keep]])
         lp = np.asarray(model.log10_prob_[k - 1], dtype=np.float64)[keep].copy()
-        unk = last[keep] == UNK_ID
-        with np.errstate(divide="ignore"):
-            lp[unk] = np.log10(10.0 ** lp[unk] + R[k - 1][parent[keep][unk]])
+        if R is not None:
+            unk = last[keep] == UNK_ID
+            with np.errstate(divide="ignore"):
+                lp[unk] = np.log10(10.0 ** lp[unk] + R[k - 1][parent[keep][unk]])
         probs.append(lp)
         backoffs.append(np.asarray(model.log10_backoff_[k - 2], dtype=np.float64)[keep_prev])
         keep_prev = keep
@@ -243,10 +258,12 @@ def limit_vocabulary(model, *, words: Sequence[str], source: Optional[str] = Non
                          smoother_params=dict(t.smoother_params), info=dict(t.info),
                          is_distribution=True, count_of_counts=list(t.count_of_counts), log10_prob=probs,
                          log10_backoff=backoffs, missing_backoff=0.0)
-    tables = renormalise_backoffs(Scorer(tables))
+    if not lmplz:
+        tables = renormalise_backoffs(Scorer(tables))
     after = [int(n) for n in tables.n_ngrams]
     result = VocabLimit(tables=tables, listed=len(set(words)), kept_words=V2 - N_SPECIALS,
                         removed_words=int(removed.sum()), missing=missing, ngrams_before=before,
                         ngrams_after=after, unk_prob_before=unk_before, unk_prob_after=unk_after)
-    result.tables = tables.replace(info=dict(tables.info, vocab_limit=dict(result.to_dict(), source=source)))
+    result.tables = tables.replace(info=dict(tables.info, vocab_limit=dict(result.to_dict(), source=source,
+                                                                         method="lmplz" if lmplz else "closed")))
     return result

@@ -11,6 +11,7 @@ from ngramlm.loading import read_arpa
 from ngramlm.pruning import ngram_words
 
 FIXTURE = Path(__file__).parent / "data" / "toy3.kenlm.arpa.gz"
+LIMIT_FIXTURE = Path(__file__).parent / "data" / "toy3-limit.kenlm.arpa.gz"
 
 
 @pytest.fixture(scope="module")
@@ -56,3 +57,34 @@ def test_kenlm_written_arpa_scores_as_kenlm_scores_it(toy):
     assert np.allclose([r[0] for r in ref], s.log10_prob, atol=1e-6)
     assert [r[1] for r in ref] == s.ngram_length.tolist()
     assert [r[2] for r in ref] == s.oov.tolist()
+
+
+def _half_the_words(train):
+    """The word list of the --limit_vocab_file fixture: the more frequent half of the types."""
+    from collections import Counter
+
+    cnt = Counter(w for s in train for w in s)
+    words = [w for w, _ in sorted(cnt.items(), key=lambda x: (-x[1], x[0]))]
+    return words[: len(words) // 2]
+
+
+def test_limit_vocab_with_compat_kenlm_equals_lmplz_entry_by_entry(toy):
+    """lmplz --limit_vocab_file prunes inside its estimation (the pruned mass goes to the back-off
+    weights, the uniform floor counts the kept types): with compat="kenlm" the same n-grams come out
+    with the same numbers; the default limit (the closed-vocabulary renormalisation) keeps the same
+    n-grams with other numbers."""
+    train, _ = toy
+    words = _half_the_words(train)
+    vocab = Vocab().fit(train)
+    ours = NgramLM(order=3, smoothing="mkn", compat="kenlm").fit(vocab.encode_sentences(train), vocab=vocab,
+                                                                 limit_vocab=words)
+    assert ours.vocab_limit_.removed_words == len(vocab.itos_) - 4 - len(words) > 1000
+    kenlm_model = read_arpa(LIMIT_FIXTURE)
+    closed = NgramLM(order=3, smoothing="mkn").fit(vocab.encode_sentences(train), vocab=vocab, limit_vocab=words)
+    for order in (1, 2, 3):
+        a, b, c = _table(ours, order), _table(kenlm_model, order), _table(closed, order)
+        assert set(a) == set(b) == set(c), order
+        dp = max(abs(a[g][0] - b[g][0]) for g in a)
+        db = max(abs(a[g][1] - b[g][1]) for g in a)
+        assert dp < 1e-6 and db < 1e-6, (order, dp, db)
+        assert max(abs(c[g][0] - b[g][0]) for g in a) > 1e-3  # the renormalised limit is another model

@@ -212,6 +212,41 @@ def test_limit_vocab_does_not_map_the_training_text(run_cli, texts, full_files, 
     assert all(fk[g] == lk[g] for g in same)
 
 
+def test_train_limit_vocab_with_compat_kenlm_prunes_inside_the_estimation(run_cli, texts, full_files, tmp_path):
+    """`train --compat kenlm --limit-vocab` is lmplz's --limit_vocab_file (its fixture parity is in
+    test_ngram_kenlm_parity.py): the same n-grams as the closed limit; kept probabilities as estimated
+    with the removed words' n-grams pruned inside the estimation; each context's pruned mass is in
+    its back-off weight, so a context that stores every word it was followed by keeps back-off 1
+    only where nothing was pruned; the unigram floor divides by the kept types."""
+    d = full_files
+    code, js, err = run_cli("train", d / "train.txt", "--order", 3, "-o", tmp_path / "lmplz.npz", "--compat", "kenlm",
+                            "--limit-vocab", d / "words.txt", "--json")
+    assert code == 0, err
+    assert "pruned inside the estimation" in err
+    info = json.loads(js)["info"]
+    assert info["vocab_limit"]["method"] == "lmplz" and info["vocab_limit"]["kept_words"] == N_LISTED
+    kept_types = N_LISTED + 2  # the words, </s> and <unk>
+    assert info["compat"]["kenlm"]["uniform_types"] == kept_types
+    code, _, err = run_cli("train", d / "train.txt", "--order", 3, "-o", tmp_path / "closed.npz",
+                           "--limit-vocab", d / "words.txt")
+    assert code == 0, err
+    a, b = load_any(tmp_path / "lmplz.npz"), load_any(tmp_path / "closed.npz")
+    for k in (1, 2, 3):
+        assert _grams(a, k) == _grams(b, k)
+    # The same model through the API.
+    vocab = Vocab().fit(texts["train"])
+    api = NgramLM(order=3, smoothing="mkn", compat="kenlm").fit(vocab.encode_sentences(texts["train"]), vocab=vocab,
+                                                                limit_vocab=texts["words"])
+    for k in range(3):
+        np.testing.assert_allclose(api.log10_prob_[k], a.log10_prob_[k], rtol=0, atol=1e-12)
+    # Back-off weights hold the pruned mass: lmplz's back-offs are at least the unpruned model's.
+    full = NgramLM(order=3, smoothing="mkn", compat="kenlm").fit(vocab.encode_sentences(texts["train"]), vocab=vocab)
+    it_f, it_a = full.vocab_.itos_, a.vocab_.itos_
+    fb = {tuple(it_f[i] for i in g): x for g, x in zip(ngram_words(full, 2), full.log10_backoff_[1])}
+    ab = {tuple(it_a[i] for i in g): x for g, x in zip(ngram_words(a, 2), a.log10_backoff_[1])}
+    assert all(ab[g] >= fb[g] - 1e-12 for g in ab) and sum(ab[g] > fb[g] + 1e-6 for g in ab) > 100
+
+
 # ----------------------------------------------------------------------------- --unk-from-min-count
 def test_unk_from_min_count_trains_unk_on_the_singletons(run_cli, texts, full_files, tmp_path):
     d = full_files
