@@ -1628,6 +1628,7 @@ cdef struct _TOrder:
     const float* ptab         # quantisation centres (NULL: unquantised)
     const float* btab
     int64_t n_words           # the vocabulary's size: every word id is below it
+    uint64_t next_entries     # entries of the next order: no child pointer may pass it
 
 cdef enum:
     GROUP = 32  # trie searches run side by side in TrieTables.score_padded
@@ -1677,6 +1678,7 @@ cdef inline void _trange(const _TOrder* o, uint64_t i, uint64_t* begin, uint64_t
     if o.arr == NULL:
         begin[0] = vb
         end[0] = ve
+        _tclamp(begin, end, o.next_entries)
         return
     # Branch-free binary search (a conditional move per step: the table is small and cached, so a
     # mispredicted branch per step would cost more than the reads).
@@ -1689,6 +1691,15 @@ cdef inline void _trange(const _TOrder* o, uint64_t i, uint64_t* begin, uint64_t
     while lo < o.arr_n and o.arr[lo] <= i + 1:
         lo += 1
     end[0] = ((lo - 1) << o.inline_bits) | ve
+    _tclamp(begin, end, o.next_entries)
+
+
+cdef inline void _tclamp(uint64_t* begin, uint64_t* end, uint64_t entries) noexcept nogil:
+    # A damaged file's pointer must not send a search outside the array (KenLM would read there):
+    # such a range is empty, and the file gives wrong numbers instead of a crash.
+    if end[0] > entries or begin[0] > end[0]:
+        begin[0] = 0
+        end[0] = 0
 
 
 cdef inline int64_t _tfind(const _TOrder* o, uint64_t begin, uint64_t end, uint64_t word) noexcept nogil:
@@ -1769,6 +1780,7 @@ cdef class TrieTables(_KenlmTables):
             o.n_words = n_unigrams
             quant = d.get("ptab") is not None
             top = k == order
+            o.next_entries = 0 if top else d["next_entries"]
             if quant:
                 pb, bb = d["prob_bits"], (0 if top else d["back_bits"])
                 o.ptab = <const float*>&buf[d["ptab"]]

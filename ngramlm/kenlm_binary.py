@@ -432,6 +432,7 @@ def trie_query_layout(L: TrieLayout) -> list:
     for k in range(2, L.order + 1):
         m = L.longest if k == L.order else L.middles[k - 2]
         d = {"base": m["base"], "total_bits": m["total_bits"], "inline_bits": m.get("inline_bits", 0),
+             "next_entries": L.counts[k] if k < L.order else 0,
              "array_offset": m.get("array_offset"), "array_count": m.get("array_count", 0), "ptab": None, "btab": None}
         if L.quant is not None:
             pb, bb = L.quant

@@ -357,6 +357,52 @@ def test_a_trie_scored_in_place_refuses_to_list_its_ngrams_with_the_fix(toy):
     assert lm.info_["pointer_compression_bits"] == 22
 
 
+@needs_ext
+@pytest.mark.parametrize("name", ["trie", "trie-q8-b8-a22"])
+def test_a_damaged_trie_never_crashes_the_search(toy, tmp_path, name):
+    """The search reads child pointers from the file: random bytes over the deeper orders, and child
+    ranges that run past the next order's array, give wrong numbers and no crash (a child process,
+    where a crash would show as a signal; ranges past an array are emptied as they are read -- a
+    pointer's bit width lets it overshoot by up to the array's size, past the end of a big file);
+    damaged unigram pointers are refused at load with the file's name."""
+    import subprocess
+    import sys
+
+    from ngramlm.kenlm_binary import trie_structure
+
+    src = toy["files"][name]
+    with BinaryFile(src) as bf:
+        L, _ = trie_structure(bf)
+    data = bytearray(src.read_bytes())
+    rng = np.random.default_rng(3)
+    for m in L.middles + [L.longest]:  # every order's entries (their headers and tables stay)
+        size = ((1 + m["entries"]) * m["total_bits"] + 7) // 8
+        data[m["base"]:m["base"] + size] = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+    m = L.middles[-1]  # and the last middle order's child ranges wide, running past the end of the file
+    top = (1 << m["inline_bits"]) - 1
+    for i in range(m["entries"] + 1):
+        at = m["base"] * 8 + i * m["total_bits"] + m["total_bits"] - m["inline_bits"]
+        word = int.from_bytes(data[at // 8:at // 8 + 8], "little")
+        mask = ((1 << m["inline_bits"]) - 1) << (at % 8)
+        value = min(top, i * top // max(1, m["entries"] // 4))
+        data[at // 8:at // 8 + 8] = ((word & ~mask) | (value << (at % 8))).to_bytes(8, "little")
+    bad = tmp_path / "damaged.bin"
+    bad.write_bytes(bytes(data))
+    text = tmp_path / "text.txt"
+    text.write_text("\n".join(toy["lines"][:60]) + "\n")
+    code = ("import sys; from ngramlm.loading import load_any; from ngramlm import Model; "
+            "lm = load_any(sys.argv[1]); sents = [l.split() for l in open(sys.argv[2])]; "
+            "enc, oov = lm.encode(sents); lm.token_scores(enc, oov=oov); m = Model(sys.argv[1]); "
+            "[m.score(' '.join(s)) for s in sents]; print('scored')")
+    r = subprocess.run([sys.executable, "-c", code, str(bad), str(text)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "scored" in r.stdout, (r.returncode, r.stderr[-500:])
+    data = bytearray(src.read_bytes())
+    struct.pack_into("<Q", data, L.unigram_offset + 16 * 5 + 8, 2 ** 40)  # the 6th unigram's first child
+    bad.write_bytes(bytes(data))
+    with pytest.raises(InputError, match="unigram pointers are inconsistent"):
+        load_any(bad)
+
+
 def test_binary_file_keeps_file_mapped_not_read(toy):
     with BinaryFile(toy["files"]["probing"]) as bf:
         assert isinstance(bf.buf, memoryview) and bf.header.kind == "probing"
