@@ -126,10 +126,11 @@ def _absent_markers(model, opts: "BinaryOptions") -> list:
     return [stoi[t] for t in lacks]
 
 
-def model_ngrams(model, drop_ids=()) -> dict:
+def model_ngrams(model, drop_ids=(), with_words: bool = True) -> dict:
     """Per order k: ``words`` (n, k) our ids in natural order, ``prob``, ``backoff`` (float32, through
     the ARPA text; a zero back-off is -0.0 unless the n-gram is a context of a longer one: KenLM's
-    'extension' flag), as the ARPA file of ``model`` lists them."""
+    'extension' flag), as the ARPA file of ``model`` lists them.  ``with_words=False``: no ``words``
+    above order 1 (a writer that works from the model's rows skips building them)."""
     model._check_fitted()
     if model.kind_ != "backoff" or not model.is_distribution_ or model.missing_backoff_ != 0.0:
         raise InputError(f"a {model.smoother_name_} model is not a back-off model KenLM can hold",
@@ -146,10 +147,13 @@ def model_ngrams(model, drop_ids=()) -> dict:
             lp[BOS_ID] = -99.0
             words_all = np.arange(V, dtype=np.int64)[:, None]
             words = words_all[sel]
-        else:
+        elif with_words:
             sel = np.arange(len(keys))
             words_all = np.column_stack([words_prev[keys // V], keys % V])
             words = words_all
+        else:
+            sel = np.arange(len(keys))
+            words_all = words = None
         prob = np.minimum(_through_arpa_text(lp[sel]), np.float32(0.0))
         if k < n:
             bo = _through_arpa_text(np.asarray(model.log10_backoff_[k - 1], dtype=np.float64)[sel])
@@ -381,11 +385,28 @@ def _add_blanks(orders: dict, n: int) -> dict:
     return blanks
 
 
+def _trie_order(trie: dict, k: int, raw: np.ndarray, perm: np.ndarray, row: np.ndarray) -> None:
+    """Order k of the trie from its packed keys (KenLM's row of the stored prefix * c0 + the first
+    word) sorted by ``perm``; the order below learns where each entry's children begin."""
+    packed = raw[perm]
+    if len(packed) > 1 and np.any(packed[1:] == packed[:-1]):
+        raise InputError(f"duplicate {k}-grams", fix="the model is damaged")
+    parent = row[perm]
+    pk = trie[k - 1]
+    # parent is sorted: each order-(k-1) entry's children start where the ones before it end.
+    pk["children_begin"] = np.concatenate([[0], np.cumsum(np.bincount(parent, minlength=len(pk["packed"])))])
+    trie[k] = {"perm": perm, "packed": packed}
+
+
 def trie_bytes(model, opts: BinaryOptions) -> bytes:
     """The bytes of a KenLM trie binary of ``model`` (an NgramLM or any back-off query object)."""
     opts.check()
     absent = _absent_markers(model, opts)
-    g = model_ngrams(model, drop_ids=absent)
+    # A model closed under suffixes (as estimated) is laid out from its own rows: an n-gram's path in
+    # KenLM's trie is its suffix's path plus its first word, and the suffix's row is known.  Otherwise
+    # (pruned: blanks to insert) from the n-grams' words.
+    suf = _closed_suffix_rows(model)
+    g = model_ngrams(model, drop_ids=absent, with_words=suf is None)
     n = model.order_
     itos = model.vocab_.itos_
     uni_ids = g[1]["words"][:, 0]
@@ -395,11 +416,11 @@ def trie_bytes(model, opts: BinaryOptions) -> bytes:
     ours_to_k = np.full(len(itos), -1, dtype=np.int64)
     ours_to_k[uni_ids] = kid_of_uni
     ours_to_k[absent] = 0  # KenLM's <unk>
-    # Everything below is in KenLM's word ids; blanks fill the suffixes a pruned model lacks.
-    orders = {k: _Order(ours_to_k[g[k]["words"]], g[k]["prob"], g[k]["backoff"]) for k in range(1, n + 1)}
-    if not _suffix_closed(model):
+    if suf is None:
+        # Everything below is in KenLM's word ids; blanks fill the suffixes a pruned model lacks.
+        orders = {k: _Order(ours_to_k[g[k]["words"]], g[k]["prob"], g[k]["backoff"]) for k in range(1, n + 1)}
         _add_blanks(orders, n)
-    g = {k: {"words": orders[k].words, "prob": orders[k].prob, "backoff": orders[k].backoff} for k in orders}
+        g = {k: {"words": orders[k].words, "prob": orders[k].prob, "backoff": orders[k].backoff} for k in orders}
     counts = [c0] + [len(g[k]["prob"]) for k in range(2, n + 1)]
     quant = None
     if opts.prob_bits is not None:
@@ -416,13 +437,31 @@ def trie_bytes(model, opts: BinaryOptions) -> bytes:
     out[vo + 8:vo + 8 + 8 * (c0 - 1)] = sorted_hashes.astype("<u8").tobytes()
     # Entries per order, in KenLM's order: sorted by the reversed n-gram (last word first).
     trie = {}
+    V = len(itos)
+    first = np.arange(V, dtype=np.int64)  # per row of the order below: its first word (unigram rows are ids)
     for k in range(1, n + 1):
-        kw = g[k]["words"]
-        stored = kw[:, ::-1]
         if k == 1:
+            kw = ours_to_k[g[1]["words"]] if suf is not None else g[1]["words"]  # (blanks: already KenLM's)
             perm = np.argsort(kw[:, 0], kind="stable")
             trie[1] = {"perm": perm, "packed": kw[perm, 0]}
+            if suf is not None:
+                rank = np.empty(len(perm), dtype=np.int64)  # each model row's place in KenLM's order
+                rank[perm] = np.arange(len(perm))
             continue
+        if suf is not None:
+            # KenLM's row of the n-gram's last k-1 words is its suffix's; the key adds the first word.
+            keys = np.asarray(model.keys_[k - 1], dtype=np.int64)
+            first = first[keys // V]
+            suffix = suf[k - 1] if k > 2 else g[1]["row_of_id"][suf[1]]
+            row = rank[suffix]
+            raw = row * c0 + ours_to_k[first]
+            perm = np.argsort(raw)  # distinct keys (checked below): an unstable sort is 4x faster
+            rank = np.empty(len(perm), dtype=np.int64)
+            rank[perm] = np.arange(len(perm))
+            _trie_order(trie, k, raw, perm, row)
+            continue
+        kw = g[k]["words"]
+        stored = kw[:, ::-1]
         # Row of the stored prefix (the n-gram's last k-1 words) in order k-1, by the chain of
         # packed (row, word) keys, each order's sorted.
         row = stored[:, 0]
@@ -438,15 +477,7 @@ def trie_bytes(model, opts: BinaryOptions) -> bytes:
                                      "`ngramlm prune`), or run build_binary on the exported ARPA")
             row = pos
         raw = row * c0 + stored[:, -1]
-        perm = np.argsort(raw)  # distinct keys (checked below): an unstable sort is 4x faster
-        packed = raw[perm]
-        if len(packed) > 1 and np.any(packed[1:] == packed[:-1]):
-            raise InputError(f"duplicate {k}-grams", fix="the model is damaged")
-        parent = row[perm]
-        pk = trie[k - 1]
-        # parent is sorted: each order-(k-1) entry's children start where the ones before it end.
-        pk["children_begin"] = np.concatenate([[0], np.cumsum(np.bincount(parent, minlength=len(pk["packed"])))])
-        trie[k] = {"perm": perm, "packed": packed}
+        _trie_order(trie, k, raw, np.argsort(raw), row)
     # Quantiser tables.
     if quant is not None:
         pb, bb = quant
@@ -570,7 +601,8 @@ def probing_bytes(model, opts: BinaryOptions) -> bytes:
 
     opts.check()
     absent = _absent_markers(model, opts)
-    g = model_ngrams(model, drop_ids=absent)
+    suf = _closed_suffix_rows(model)  # closed under suffixes: keys from the rows (see trie_bytes)
+    g = model_ngrams(model, drop_ids=absent, with_words=suf is None)
     n = model.order_
     if n < 2:
         raise InputError("KenLM binaries are bigram models or higher", fix="train with --order 2 or more")
@@ -603,8 +635,8 @@ def probing_bytes(model, opts: BinaryOptions) -> bytes:
     # Blanks (as in the trie; see _add_blanks): a pruned model's missing suffixes go into the tables
     # after the real n-grams of their order, in the order build_binary meets them -- the order
     # _add_blanks lists them in.  The header keeps the ARPA's counts: blanks use the spare buckets.
-    orders = {k: _Order(ours_to_k[g[k]["words"]], g[k]["prob"], g[k]["backoff"]) for k in range(1, n + 1)}
-    suf = _closed_suffix_rows(model)
+    orders = {k: _Order(ours_to_k[g[k]["words"]] if k == 1 or suf is None else None, g[k]["prob"], g[k]["backoff"])
+              for k in range(1, n + 1)}
     if suf is None:
         _add_blanks(orders, n)
     # Sign bits: set on every probability ("does not extend left") except where the n-gram is the
@@ -627,13 +659,23 @@ def probing_bytes(model, opts: BinaryOptions) -> bytes:
     uni["backoff"][orders[1].words[:, 0]] = orders[1].backoff
     off, _ = parts["unigram"]
     out[hs + off:hs + off + uni.nbytes] = uni.tobytes()
+    V = len(itos)
+    first = np.arange(V, dtype=np.int64)  # per row of the order below: its first word (unigram rows are ids)
+    key = orders[1].words[:, 0].astype(np.uint64)  # unigram rows' keys: their KenLM ids
     for k in range(2, n + 1):
         top = k == n
         o, nb = parts["longest"] if top else parts["middles"][k - 2]
-        kw = orders[k].words
-        key = kw[:, -1].astype(np.uint64)
-        for j in range(k - 2, -1, -1):
-            key = combine_word_hash(key, kw[:, j])
+        if suf is not None:
+            # An n-gram's key extends its suffix's key by its first word (KenLM hashes last word first).
+            mkeys = np.asarray(model.keys_[k - 1], dtype=np.int64)
+            first = first[mkeys // V]
+            suffix = suf[k - 1] if k > 2 else g[1]["row_of_id"][suf[1]]
+            key = combine_word_hash(key[suffix], ours_to_k[first])
+        else:
+            kw = orders[k].words
+            key = kw[:, -1].astype(np.uint64)
+            for j in range(k - 2, -1, -1):
+                key = combine_word_hash(key, kw[:, j])
         if len(key) >= nb:
             raise InputError(f"the {k}-grams and their blanks do not fit the probing table ({len(key)} in {nb} buckets)",
                              fix="raise the probing multiplier (-p 2.0), or use the trie")
