@@ -5,12 +5,13 @@
 Without --arpa it builds the PTB MKN 5-gram (NGRAMLM_DATA_DIR or ../shared/corpora).  It prints:
 
 * writing: ``build_binary`` (KenLM built from source; --kenlm-bin or PATH) and ``ngramlm
-  build-binary`` on the same ARPA, wall seconds, and whether the two files are byte-identical;
+  build-binary`` on the same ARPA, wall seconds (medians of --repeat runs), and whether the two files
+  are byte-identical;
 * loading + scoring the test text in fresh processes (medians of --repeat), so peak RSS is the
   file's own: the kenlm module (its ``score`` per sentence) and ngramlm (``load_any`` + ``encode`` +
   ``token_scores``, what ``ngramlm ppl`` runs), wall and peak RSS, the largest per-token difference,
   and apart from load + score the import of each library (numpy and the toolkit against one module);
-* the ``BaseScore`` loop a beam-search decoder runs, microseconds per call, ours / kenlm.
+* the ``BaseScore`` loop a beam-search decoder runs, microseconds per call, ours / kenlm (medians).
 
 Without build_binary the binaries are written by ngramlm alone and the comparison rows say so.
 """
@@ -78,6 +79,16 @@ def _fresh(which: str, path: str, text: str, repeat: int) -> dict:
             "model_mb": max(r["rss_mb"] - r["rss_import_mb"] for r in runs)}
 
 
+def _median_wall(cmd: list, repeat: int) -> float:
+    """Median wall-clock seconds of ``repeat`` runs of a command (this machine moves 20 % run to run)."""
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        times.append(time.perf_counter() - t)
+    return sorted(times)[len(times) // 2]
+
+
 def _base_score_loop(model, state_cls, words) -> float:
     a, b = state_cls(), state_cls()
     model.BeginSentenceWrite(a)
@@ -95,7 +106,7 @@ def _base_score_loop(model, state_cls, words) -> float:
               help="Folder with KenLM's build_binary (default: PATH).")
 @click.option("--loop-words", type=int, default=200_000, show_default=True)
 @click.option("--repeat", type=int, default=5, show_default=True,
-              help="Fresh processes per load + score measurement (medians reported).")
+              help="Runs per measurement of writing and of load + score, each a fresh process (medians reported).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the numbers as JSON.")
 def main(arpa, text, kenlm_bin, loop_words, repeat, out):
     import numpy as np
@@ -121,16 +132,12 @@ def main(arpa, text, kenlm_bin, loop_words, repeat, out):
     for kind, flags in VARIANTS:
         name = kind + ("".join(flags).replace("-", "_") if flags else "")
         ours_path, ref_path = tmp / f"{name}.ours.bin", tmp / f"{name}.kenlm.bin"
-        t = time.perf_counter()
-        subprocess.run([sys.executable, str(ROOT / "cli.py"), "build-binary", kind, *flags, arpa, str(ours_path)],
-                       check=True, capture_output=True)
-        w_ours = time.perf_counter() - t
+        w_ours = _median_wall([sys.executable, str(ROOT / "cli.py"), "build-binary", kind, *flags, arpa, str(ours_path)],
+                              repeat)
         row = {"file": f"{kind} {' '.join(flags)}".strip(), "write_ours_s": w_ours,
                "bytes_ours": ours_path.stat().st_size}
         if bb:
-            t = time.perf_counter()
-            subprocess.run([bb, *flags, kind, arpa, str(ref_path)], check=True, capture_output=True)
-            row["write_kenlm_s"] = time.perf_counter() - t
+            row["write_kenlm_s"] = _median_wall([bb, *flags, kind, arpa, str(ref_path)], repeat)
             row["bytes_kenlm"] = ref_path.stat().st_size
             row["byte_identical"] = ours_path.read_bytes() == ref_path.read_bytes()
         else:
@@ -151,8 +158,10 @@ def main(arpa, text, kenlm_bin, loop_words, repeat, out):
             y = np.array([s[0] for s in ref_m.full_scores(ln)])
             diff = max(diff, float(np.abs(x - y).max()))
         row["max_token_diff"] = diff
-        row["base_score_us_ours"] = _base_score_loop(ours_m, State, words)
-        row["base_score_us_kenlm"] = _base_score_loop(ref_m, kenlm.State, words)
+        loops = [(_base_score_loop(ours_m, State, words), _base_score_loop(ref_m, kenlm.State, words))
+                 for _ in range(repeat)]  # alternated, so a slow spell of the machine hits both
+        row["base_score_us_ours"] = sorted(a for a, _ in loops)[repeat // 2]
+        row["base_score_us_kenlm"] = sorted(b for _, b in loops)[repeat // 2]
         results["rows"].append(row)
         click.echo(f"\n{row['file']}:")
         if bb:
