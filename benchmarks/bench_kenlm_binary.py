@@ -67,26 +67,34 @@ print(json.dumps({{"import": t1 - t0, "load": t2 - t1, "score": t3 - t2, "total"
 """
 
 
-def _fresh(which: str, path: str, text: str, repeat: int) -> dict:
-    """Load + score in ``repeat`` fresh processes: the median of each time, the largest peak RSS."""
-    runs = []
+def _fresh(path: str, text: str, repeat: int) -> tuple:
+    """Load + score in ``repeat`` fresh processes each for ngramlm and the kenlm module, alternated:
+    per library the median of each time and the largest peak RSS."""
+    runs = {"ngramlm": [], "kenlm": []}
     for _ in range(repeat):
-        out = subprocess.run([sys.executable, "-c", _LOAD_SCORE.format(root=str(ROOT)), which, path, text],
-                             capture_output=True, text=True, check=True)
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    med = {k: float(sorted(r[k] for r in runs)[len(runs) // 2]) for k in ("import", "load", "score")}
-    return {**med, "total": runs[0]["total"], "rss_mb": max(r["rss_mb"] for r in runs),
-            "model_mb": max(r["rss_mb"] - r["rss_import_mb"] for r in runs)}
+        for which in runs:
+            out = subprocess.run([sys.executable, "-c", _LOAD_SCORE.format(root=str(ROOT)), which, path, text],
+                                 capture_output=True, text=True, check=True)
+            runs[which].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    res = []
+    for which in ("ngramlm", "kenlm"):
+        rs = runs[which]
+        med = {k: float(sorted(r[k] for r in rs)[len(rs) // 2]) for k in ("import", "load", "score")}
+        res.append({**med, "total": rs[0]["total"], "rss_mb": max(r["rss_mb"] for r in rs),
+                    "model_mb": max(r["rss_mb"] - r["rss_import_mb"] for r in rs)})
+    return tuple(res)
 
 
-def _median_wall(cmd: list, repeat: int) -> float:
-    """Median wall-clock seconds of ``repeat`` runs of a command (this machine moves 20 % run to run)."""
-    times = []
+def _median_walls(cmds: list, repeat: int) -> list:
+    """Median wall-clock seconds of ``repeat`` runs of each command, the commands alternated run by run
+    (this machine moves 20-30 % from one run to the next: a slow spell then hits every command)."""
+    times = [[] for _ in cmds]
     for _ in range(repeat):
-        t = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True)
-        times.append(time.perf_counter() - t)
-    return sorted(times)[len(times) // 2]
+        for i, cmd in enumerate(cmds):
+            t = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True)
+            times[i].append(time.perf_counter() - t)
+    return [sorted(ts)[len(ts) // 2] for ts in times]
 
 
 def _base_score_loop(model, state_cls, words) -> float:
@@ -132,18 +140,18 @@ def main(arpa, text, kenlm_bin, loop_words, repeat, out):
     for kind, flags in VARIANTS:
         name = kind + ("".join(flags).replace("-", "_") if flags else "")
         ours_path, ref_path = tmp / f"{name}.ours.bin", tmp / f"{name}.kenlm.bin"
-        w_ours = _median_wall([sys.executable, str(ROOT / "cli.py"), "build-binary", kind, *flags, arpa, str(ours_path)],
-                              repeat)
+        ours_cmd = [sys.executable, str(ROOT / "cli.py"), "build-binary", kind, *flags, arpa, str(ours_path)]
+        walls = _median_walls([ours_cmd] + ([[bb, *flags, kind, arpa, str(ref_path)]] if bb else []), repeat)
+        w_ours = walls[0]
         row = {"file": f"{kind} {' '.join(flags)}".strip(), "write_ours_s": w_ours,
                "bytes_ours": ours_path.stat().st_size}
         if bb:
-            row["write_kenlm_s"] = _median_wall([bb, *flags, kind, arpa, str(ref_path)], repeat)
+            row["write_kenlm_s"] = walls[1]
             row["bytes_kenlm"] = ref_path.stat().st_size
             row["byte_identical"] = ours_path.read_bytes() == ref_path.read_bytes()
         else:
             ref_path = ours_path
-        a = _fresh("ngramlm", str(ref_path), text, repeat)
-        b = _fresh("kenlm", str(ref_path), text, repeat)
+        a, b = _fresh(str(ref_path), text, repeat)
         row.update({"load_score_ours_s": a["load"] + a["score"], "load_score_kenlm_s": b["load"] + b["score"],
                     "import_ours_s": a["import"], "import_kenlm_s": b["import"],
                     "load_ours_s": a["load"], "load_kenlm_s": b["load"],

@@ -15,7 +15,7 @@ Three jobs, each a loop that numpy cannot vectorise well and Python runs one obj
 from libc.stdlib cimport malloc, realloc, free, strtod, strtof
 from libc.string cimport memcpy, memcmp, memmove, memset
 from libc.stdint cimport int64_t, uint64_t, int32_t, uint32_t, uint16_t, uint8_t, int8_t
-from libc.math cimport isfinite
+from libc.math cimport isfinite, fabs, floor, log10, nextafterf, copysign
 from libc.stdio cimport snprintf
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
 from cpython.dict cimport PyDict_GetItem
@@ -1396,10 +1396,88 @@ def probing_insert(uint64_t[:] table_keys, const uint64_t[:] keys):
     return out_a
 
 
+# ----------------------------------------------------------------------------- bit fields of a KenLM trie
+def or_bits(uint64_t[:] words, uint64_t first, uint64_t stride, const uint64_t[:] values, int length):
+    """OR ``values[i]`` (its low ``length`` bits) into the little-endian bit array ``words`` at bit
+    ``first + i * stride``: one field of every entry of a trie order (KenLM's WriteInt57)."""
+    cdef Py_ssize_t i, n = values.shape[0], nw = words.shape[0]
+    cdef uint64_t bit, q, sft, v
+    cdef uint64_t mask = 0xFFFFFFFFFFFFFFFFULL if length >= 64 else ((1ULL << length) - 1)
+    if length <= 0 or n == 0:
+        return
+    if (first + <uint64_t>(n - 1) * stride + <uint64_t>length + 63) // 64 >= <uint64_t>nw:
+        raise ValueError("bit fields past the end of the array")
+    with nogil:
+        for i in range(n):
+            bit = first + <uint64_t>i * stride
+            q = bit >> 6
+            sft = bit & 63
+            v = values[i] & mask
+            words[q] |= v << sft
+            if sft != 0 and sft + <uint64_t>length > 64:
+                words[q + 1] |= v >> (64 - sft)
+
+
 # ----------------------------------------------------------------------------- values as an ARPA file holds them
+cdef inline bint _text7_fast(double v, float* out) noexcept nogil:
+    """strtof(printf("%.7g", v)) by arithmetic where that is provably the same, else False (the caller
+    formats).  The 7 digits: N = round(|v| * 10^s) with s = 6 - floor(log10|v|), one correctly rounded
+    product (10^s is exact up to 1e22), so N is printf's unless |v| 10^s is within its error of a tie.
+    The float: N / 10^s in double, one correctly rounded operation (N < 2^24 and 10^s exact), then
+    narrowed; that is strtof's correctly rounded float unless the double lies within its own error of
+    a midpoint between two floats."""
+    cdef double a = fabs(v), y, frac, z, mid
+    cdef int e, s
+    cdef int64_t N
+    cdef float f, nb
+    if a == 0.0:
+        out[0] = <float>v
+        return True
+    e = <int>floor(log10(a))  # off by one right at a power of ten: caught by the range check on y
+    s = 6 - e
+    if s < -22 or s > 22:
+        return False
+    y = a * POW10[s] if s >= 0 else a / POW10[-s]
+    if y < 1000000.0001 or y > 9999999.4999:  # log10 was off by one, or the digits carry into an 8th
+        return False
+    frac = y - floor(y)
+    if fabs(frac - 0.5) < 1e-7:  # within the product's error (< 2e-9) of a tie, with room to spare
+        return False
+    N = <int64_t>floor(y) + (1 if frac > 0.5 else 0)
+    z = <double>N / POW10[s] if s >= 0 else <double>N * POW10[-s]
+    f = <float>z
+    if not isfinite(f):
+        return False
+    nb = nextafterf(f, 3.4e38 if z > <double>f else -3.4e38)
+    mid = (<double>f + <double>nb) * 0.5  # exact: two floats' mean fits a double
+    if fabs(z - mid) <= fabs(z) * 4.5e-16:  # within the division's error of the midpoint
+        return False
+    out[0] = <float>copysign(f, v)
+    return True
+
+
 def through_text7(const double[:] x):
     """float32 of each value as an ARPA file prints it ('%.7g'; -99 for -inf) and KenLM parses it back
-    (to float directly, correctly rounded): what a KenLM binary made from that ARPA file holds."""
+    (to float directly, correctly rounded): what a KenLM binary made from that ARPA file holds.
+    Arithmetic where it is provably the same (_text7_fast), the text itself otherwise."""
+    cdef Py_ssize_t i, n = x.shape[0]
+    cdef char buf[40]
+    cdef double v
+    out_a = np.empty(n, dtype=np.float32)
+    cdef float[:] out = out_a
+    with nogil:
+        for i in range(n):
+            v = x[i]
+            if not isfinite(v):
+                out[i] = -99.0 if v < 0 else v
+            elif not _text7_fast(v, &out[i]):
+                snprintf(buf, 40, "%.7g", v)
+                out[i] = strtof(buf, NULL)
+    return out_a
+
+
+def through_text7_slow(const double[:] x):
+    """through_text7 by the text alone (snprintf, strtof): the reference the arithmetic is tested against."""
     cdef Py_ssize_t i, n = x.shape[0]
     cdef char buf[40]
     cdef double v

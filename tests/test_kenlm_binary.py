@@ -403,6 +403,26 @@ def test_a_damaged_trie_never_crashes_the_search(toy, tmp_path, name):
         load_any(bad)
 
 
+@needs_ext
+def test_values_through_the_arpa_text_by_arithmetic_equal_the_text():
+    """through_text7 computes strtof(printf('%.7g', x)) by arithmetic where that is provably exact and
+    formats the rest: bit for bit the text's float on log probabilities, back-offs, 7-digit decimals
+    and their neighbours, exact binary ties, powers of ten and their neighbours, and the specials."""
+    from ngramlm import accel
+
+    rng = np.random.default_rng(11)
+    d = np.round(-rng.random(100_000) * 5, 6)
+    p10 = 10.0 ** np.arange(-20, 21)
+    k = rng.integers(1, 2 ** 20, 50_000)
+    x = np.concatenate([-rng.random(100_000) * 8, -10 ** rng.uniform(-9, 2, 50_000), rng.normal(0, 1, 50_000),
+                        d, np.nextafter(d, 0), np.nextafter(d, -10), -k / 2.0 ** rng.integers(1, 30, 50_000),
+                        p10, -p10, np.nextafter(p10, 0), np.nextafter(p10, 1e30),
+                        [0.0, -0.0, 0.5, -0.25, -99.0, np.inf, -np.inf, 1e22, 3.4e38, 3.5e38, 9999999.5, 1e-45]])
+    fast, text = accel.fast.through_text7(x), accel.fast.through_text7_slow(x)
+    np.testing.assert_array_equal(fast.view(np.uint32), text.view(np.uint32))
+    assert fast[-7] == np.inf and fast[-6] == -99.0  # -inf is ARPA's -99
+
+
 def test_binary_file_keeps_file_mapped_not_read(toy):
     with BinaryFile(toy["files"]["probing"]) as bf:
         assert isinstance(bf.buf, memoryview) and bf.header.kind == "probing"
