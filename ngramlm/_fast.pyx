@@ -1418,6 +1418,44 @@ def or_bits(uint64_t[:] words, uint64_t first, uint64_t stride, const uint64_t[:
                 words[q + 1] |= v >> (64 - sft)
 
 
+def quant_encode(const float[:] centres, const float[:] values, int reserved):
+    """The bin of each value: the nearest of ``centres[reserved:]`` (sorted), ties to the upper one,
+    distances in float32 (KenLM's quantiser); below the first centre its bin, above the last the
+    last.  kenlm_write._encode in one pass."""
+    cdef Py_ssize_t i, n = values.shape[0], nc = centres.shape[0], lo, hi, mid
+    cdef Py_ssize_t m = nc - reserved
+    cdef float v, below, above, d_below, d_above
+    out_a = np.empty(n, dtype=np.uint64)
+    cdef uint64_t[:] out = out_a
+    if m <= 0:
+        raise ValueError("no centres above the reserved ones")
+    with nogil:
+        for i in range(n):
+            v = values[i]
+            if v != v:  # NaN sorts last, as numpy's searchsorted puts it
+                out[i] = nc - 1
+                continue
+            lo = 0
+            hi = m
+            while lo < hi:  # the first centre >= v
+                mid = (lo + hi) >> 1
+                if centres[reserved + mid] < v:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo >= m:
+                out[i] = nc - 1
+            elif lo == 0:
+                out[i] = reserved
+            else:
+                below = centres[reserved + lo - 1]
+                above = centres[reserved + lo]
+                d_below = v - below
+                d_above = above - v
+                out[i] = reserved + lo - 1 if d_below < d_above else reserved + lo
+    return out_a
+
+
 # ----------------------------------------------------------------------------- values as an ARPA file holds them
 cdef inline bint _text7_fast(double v, float* out) noexcept nogil:
     """strtof(printf("%.7g", v)) by arithmetic where that is provably the same, else False (the caller

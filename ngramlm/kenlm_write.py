@@ -227,7 +227,12 @@ def _make_bins(values: np.ndarray, bins: int) -> np.ndarray:
 
 def _encode(centres: np.ndarray, values: np.ndarray, reserved: int) -> np.ndarray:
     """Index of the nearest centre at or above ``reserved`` (ties to the upper one, as KenLM)."""
+    from . import accel
+
     values = np.asarray(values, dtype=np.float32)
+    if accel.fast is not None and hasattr(accel.fast, "quant_encode"):
+        return accel.fast.quant_encode(np.ascontiguousarray(centres, dtype=np.float32),
+                                       np.ascontiguousarray(values), reserved)
     tail = centres[reserved:]
     pos = np.searchsorted(tail, values, side="left")
     out = pos + reserved

@@ -423,6 +423,27 @@ def test_values_through_the_arpa_text_by_arithmetic_equal_the_text():
     assert fast[-7] == np.inf and fast[-6] == -99.0  # -inf is ARPA's -99
 
 
+@needs_ext
+def test_quantiser_encoding_in_c_equals_numpys(monkeypatch):
+    """quant_encode (one pass in C) and the numpy path of _encode pick the same bin for every value:
+    between centres, exactly halfway (ties go up), below the first, above the last, at -0.0 and NaN."""
+    from ngramlm import accel
+
+    rng = np.random.default_rng(5)
+    probs = np.sort(rng.normal(-2, 1, 256).astype(np.float32))  # probability bins: all sorted
+    backs = probs.copy()
+    backs[:2] = (-0.0, 0.0)  # back-off bins: KenLM's two flags first, the sorted centres after
+    halfway = ((probs[3:-1] + probs[4:]) / 2).astype(np.float32)
+    values = np.concatenate([rng.normal(-2, 1.5, 200_000).astype(np.float32), halfway, probs,
+                             np.array([-50, 50, -0.0, np.nan], dtype=np.float32)])
+    for centres, reserved in ((probs, 0), (backs, 2)):
+        fast = _encode(centres, values, reserved)
+        monkeypatch.setattr(accel, "fast", None)
+        slow = _encode(centres, values, reserved)
+        monkeypatch.undo()
+        np.testing.assert_array_equal(fast, slow)
+
+
 def test_binary_file_keeps_file_mapped_not_read(toy):
     with BinaryFile(toy["files"]["probing"]) as bf:
         assert isinstance(bf.buf, memoryview) and bf.header.kind == "probing"
