@@ -1494,10 +1494,11 @@ cdef inline bint _text7_fast(double v, float* out) noexcept nogil:
     return True
 
 
-def through_text7(const double[:] x):
+def through_text7(const double[:] x, bint arithmetic=True):
     """float32 of each value as an ARPA file prints it ('%.7g'; -99 for -inf) and KenLM parses it back
     (to float directly, correctly rounded): what a KenLM binary made from that ARPA file holds.
-    Arithmetic where it is provably the same (_text7_fast), the text itself otherwise."""
+    Arithmetic where it is provably the same (_text7_fast), the text itself otherwise;
+    ``arithmetic=False``: the text always (the reference the arithmetic is tested against)."""
     cdef Py_ssize_t i, n = x.shape[0]
     cdef char buf[40]
     cdef double v
@@ -1508,25 +1509,7 @@ def through_text7(const double[:] x):
             v = x[i]
             if not isfinite(v):
                 out[i] = -99.0 if v < 0 else v
-            elif not _text7_fast(v, &out[i]):
-                snprintf(buf, 40, "%.7g", v)
-                out[i] = strtof(buf, NULL)
-    return out_a
-
-
-def through_text7_slow(const double[:] x):
-    """through_text7 by the text alone (snprintf, strtof): the reference the arithmetic is tested against."""
-    cdef Py_ssize_t i, n = x.shape[0]
-    cdef char buf[40]
-    cdef double v
-    out_a = np.empty(n, dtype=np.float32)
-    cdef float[:] out = out_a
-    with nogil:
-        for i in range(n):
-            v = x[i]
-            if not isfinite(v):
-                out[i] = -99.0 if v < 0 else v
-            else:
+            elif not (arithmetic and _text7_fast(v, &out[i])):
                 snprintf(buf, 40, "%.7g", v)
                 out[i] = strtof(buf, NULL)
     return out_a
