@@ -926,6 +926,15 @@ cdef class _StateModel:
         cdef double lp = self._score(in_state, wid, out_state, &m)
         return lp, m
 
+    cdef int _check_ids(self, const int64_t[:] tokens) except -1:
+        cdef Py_ssize_t t
+        cdef int64_t w
+        for t in range(tokens.shape[0]):
+            w = tokens[t]
+            if w < 0 or w >= self.n_words:
+                raise ValueError(f"token id {w} at position {t} is outside this model's vocabulary")
+        return 0
+
     def score_padded(self, const int64_t[:] tokens, const int64_t[:] pos):
         """log10 p and matched length at every position of a padded stream of this toolkit's ids
         (``pos`` 0 at each ``<s>``; a position continues the one before only where ``pos`` goes up
@@ -940,10 +949,7 @@ cdef class _StateModel:
         cdef State x
         cdef int m
         cdef int64_t w
-        for t in range(T):
-            w = tokens[t]
-            if w < 0 or w >= self.n_words:
-                raise ValueError(f"token id {w} at position {t} is outside this model's vocabulary")
+        self._check_ids(tokens)
         for t in range(T):
             w = tokens[t]
             if pos[t] == 0:
@@ -1558,6 +1564,16 @@ cdef class _KenlmTables(_StateModel):
     cdef int64_t V
     cdef list arrays
 
+    cdef int _set_vocab(self, to_kenlm, dict stoi, int64_t unk_id) except -1:
+        """Our ids -> KenLM's (``to_kenlm``, kept alive in ``arrays``), the words' ids, <unk>'s."""
+        cdef const int64_t[:] tk = to_kenlm
+        self.to_k = &tk[0]
+        self.V = to_kenlm.shape[0]
+        self.n_words = self.V
+        self.stoi = stoi
+        self.unk = unk_id
+        return 0
+
     cdef void _next_state(self, State s, int64_t w, State out, int keep, const float* nb) noexcept:
         cdef int i
         if keep > 1:
@@ -1595,7 +1611,6 @@ cdef class ProbingTables(_KenlmTables):
 
     def __init__(self, unigram, list middles, longest, dict stoi, to_kenlm, int64_t unk_id):
         cdef const unsigned char[:] raw
-        cdef const int64_t[:] tk
         cdef int i
         self.n = len(middles) + 2
         if self.n > MAX_ORDER:
@@ -1610,12 +1625,7 @@ cdef class ProbingTables(_KenlmTables):
         raw = longest.view(np.uint8).reshape(-1)
         self.longest = <const _PLong*>&raw[0]
         self.lsize = longest.shape[0]
-        tk = to_kenlm
-        self.to_k = &tk[0]
-        self.V = to_kenlm.shape[0]
-        self.n_words = self.V
-        self.stoi = stoi
-        self.unk = unk_id
+        self._set_vocab(to_kenlm, stoi, unk_id)
 
     cdef inline const _PMid* _find_mid(self, int k, uint64_t key) noexcept nogil:
         cdef const _PMid* t = self.mid[k]
@@ -1859,7 +1869,6 @@ cdef class TrieTables(_KenlmTables):
         """``buf``: the whole file; ``orders``: per order 2..n a dict of its layout (``base``,
         ``total_bits``, ``inline_bits``, ``quant_bits``, and where present ``array_offset``/
         ``array_count``, ``ptab``/``btab`` offsets of the quantisation centres)."""
-        cdef const int64_t[:] tk
         cdef int k, pb, bb
         cdef _TOrder* o
         if not 2 <= order <= MAX_ORDER:
@@ -1902,12 +1911,7 @@ cdef class TrieTables(_KenlmTables):
             else:
                 o.arr = NULL
                 o.arr_n = 0
-        tk = to_kenlm
-        self.to_k = &tk[0]
-        self.V = to_kenlm.shape[0]
-        self.n_words = self.V
-        self.stoi = stoi
-        self.unk = unk_id
+        self._set_vocab(to_kenlm, stoi, unk_id)
 
     cdef inline float _walk(self, uint64_t kw, const int64_t* ctx, int nctx, float* nb, int* keep,
                             int* matched) noexcept nogil:
@@ -2007,10 +2011,7 @@ cdef class TrieTables(_KenlmTables):
         cdef int prev_keep = 0, i, j, active, run = 0, n = self.n
         cdef int64_t w
         cdef float lp
-        for t in range(T):
-            w = tokens[t]
-            if w < 0 or w >= self.n_words:
-                raise ValueError(f"token id {w} at position {t} is outside this model's vocabulary")
+        self._check_ids(tokens)
         with nogil:
             g0 = 0
             while g0 < T:
