@@ -14,11 +14,14 @@ MLE model's unseen n-grams) are counted and left out of the perplexity.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
 import numpy as np
+
+from .vocab import UNK_ID
 
 LOG2_10 = math.log2(10.0)
 
@@ -57,6 +60,22 @@ def oov_flags(vocab, sentences: Iterable[Sequence[str]]) -> np.ndarray:
         flags.extend((t not in stoi) or (t == unk and not unk_is_type) for t in s)
         flags.append(False)
     return np.asarray(flags, dtype=bool)
+
+
+def encode_with_oov(vocab, sentences: Sequence[Sequence[str]]) -> tuple:
+    """``vocab.encode_sentences(sentences)`` and :func:`oov_flags` of the same sentences, the flags
+    read off the ids (one pass over the words, not two): a word is OOV where it became ``<unk>``,
+    unless it is ``<unk>`` itself and ``<unk>`` was a word of the training text (PTB)."""
+    sentences = sentences if isinstance(sentences, list) else list(sentences)
+    enc = vocab.encode_sentences(sentences)
+    oov = enc.ids == UNK_ID
+    if vocab.n_corpus_unk_ and oov.any():
+        at = np.flatnonzero(oov)
+        word = at - (np.searchsorted(enc.starts, at, side="right") - 1)  # less one </s> per earlier sentence
+        flat = list(itertools.chain.from_iterable(sentences))
+        unk = vocab.unk_token
+        oov[at[np.fromiter((flat[i] == unk for i in word.tolist()), dtype=bool, count=len(at))]] = False
+    return enc, oov
 
 
 def _ppl(total_log10: float, n: int) -> float:

@@ -437,8 +437,8 @@ def _limit_vocabulary(lm, words, path):
 
 def _report_limit(res, path):
     sizes = ["/".join(str(n) for n in x) for x in (res.ngrams_before, res.ngrams_after)]
-    how = (f"p(<unk>) {res.unk_prob_before:.6g} -> {res.unk_prob_after:.6g}" if res.unk_prob_after != res.unk_prob_before
-           else "pruned inside the estimation, as lmplz does (--compat kenlm)")
+    how = ("pruned inside the estimation, as lmplz does (--compat kenlm)" if res.method == "lmplz"
+           else f"p(<unk>) {res.unk_prob_before:.6g} -> {res.unk_prob_after:.6g}")
     click.echo(f"limit-vocab {path}: {res.kept_words} words kept, {res.removed_words} removed; n-grams "
                f"{sizes[0]} -> {sizes[1]}; {how}", err=True)
     if res.missing:

@@ -105,14 +105,10 @@ def _through_arpa_text(x: np.ndarray) -> np.ndarray:
 
 
 def _through_arpa_text_each(x: np.ndarray) -> np.ndarray:
-    from . import accel
+    """Without the compiled extension: through Python's formatting ('%.7g' is correctly rounded, as
+    C's) and numpy's parser."""
     from .arpa import _fmt_column
 
-    if len(x) == 0:
-        return np.zeros(0, dtype=np.float32)
-    if accel.fast is not None and hasattr(accel.fast, "through_text7"):
-        return accel.fast.through_text7(x)
-    # The same through Python's formatting ('%.7g' is correctly rounded in both) and numpy's parser.
     text = " ".join(_fmt_column(x).tolist())
     return np.fromstring(text, dtype=np.float64, sep=" ").astype(np.float32)
 
@@ -336,8 +332,16 @@ def _closed_suffix_rows(model):
     return suf if all(x is None or bool(np.all(x >= 0)) for x in suf) else None
 
 
-def _suffix_closed(model) -> bool:
-    return _closed_suffix_rows(model) is not None
+
+def _rows_by_suffix(model, suf: list, row_of_id: np.ndarray):
+    """For a model closed under suffixes, per order k = 2..n: (k, each row's first word, its suffix's
+    row in the writer's order k-1 -- unigram rows by ``row_of_id``).  An n-gram is its suffix with
+    one more word in front, which is how both of KenLM's structures chain it."""
+    V = len(model.vocab_)
+    first = np.arange(V, dtype=np.int64)  # unigram rows are word ids
+    for k in range(2, model.order_ + 1):
+        first = first[np.asarray(model.keys_[k - 1], dtype=np.int64) // V]
+        yield k, first, (suf[k - 1] if k > 2 else row_of_id[suf[1]])
 
 
 def _add_blanks(orders: dict, n: int) -> dict:
@@ -455,47 +459,38 @@ def trie_bytes(model, opts: BinaryOptions) -> bytes:
     out[vo + 8:vo + 8 + 8 * (c0 - 1)] = sorted_hashes.astype("<u8").tobytes()
     # Entries per order, in KenLM's order: sorted by the reversed n-gram (last word first).
     trie = {}
-    V = len(itos)
-    first = np.arange(V, dtype=np.int64)  # per row of the order below: its first word (unigram rows are ids)
-    for k in range(1, n + 1):
-        if k == 1:
-            kw = ours_to_k[g[1]["words"]] if suf is not None else g[1]["words"]  # (blanks: already KenLM's)
-            perm = np.argsort(kw[:, 0], kind="stable")
-            trie[1] = {"perm": perm, "packed": kw[perm, 0]}
-            if suf is not None:
-                rank = np.empty(len(perm), dtype=np.int64)  # each model row's place in KenLM's order
-                rank[perm] = np.arange(len(perm))
-            continue
-        if suf is not None:
+    kw = ours_to_k[g[1]["words"]] if suf is not None else g[1]["words"]  # (blanks: already KenLM's)
+    perm = np.argsort(kw[:, 0], kind="stable")
+    trie[1] = {"perm": perm, "packed": kw[perm, 0]}
+    if suf is not None:
+        for k, first, suffix in _rows_by_suffix(model, suf, g[1]["row_of_id"]):
+            rank = np.empty(len(perm), dtype=np.int64)  # each row of order k-1: its place in KenLM's order
+            rank[perm] = np.arange(len(perm))
             # KenLM's row of the n-gram's last k-1 words is its suffix's; the key adds the first word.
-            keys = np.asarray(model.keys_[k - 1], dtype=np.int64)
-            first = first[keys // V]
-            suffix = suf[k - 1] if k > 2 else g[1]["row_of_id"][suf[1]]
             row = rank[suffix]
             raw = row * c0 + ours_to_k[first]
-            perm = np.argsort(raw)  # distinct keys (checked below): an unstable sort is 4x faster
-            rank = np.empty(len(perm), dtype=np.int64)
-            rank[perm] = np.arange(len(perm))
+            perm = np.argsort(raw)  # distinct keys (checked in _trie_order): an unstable sort is 4x faster
             _trie_order(trie, k, raw, perm, row)
-            continue
-        kw = g[k]["words"]
-        stored = kw[:, ::-1]
-        # Row of the stored prefix (the n-gram's last k-1 words) in order k-1, by the chain of
-        # packed (row, word) keys, each order's sorted.
-        row = stored[:, 0]
-        for j in range(2, k):
-            pos = _positions(trie[j]["packed"], row * c0 + stored[:, j - 1])
-            bad = pos < 0
-            if np.any(bad):
-                i = int(np.flatnonzero(bad)[0])
-                gram = " ".join(words[int(np.flatnonzero(kid_of_uni == w)[0])] for w in g[k]["words"][i])
-                raise InputError(f"the {k}-gram {gram!r} has no {j}-gram suffix in the model; KenLM's trie would "
-                                 "insert a 'blank' n-gram for it, which this writer does not",
-                                 fix="write a model closed under suffixes (unpruned, or pruned with "
-                                     "`ngramlm prune`), or run build_binary on the exported ARPA")
-            row = pos
-        raw = row * c0 + stored[:, -1]
-        _trie_order(trie, k, raw, np.argsort(raw), row)
+    else:
+        for k in range(2, n + 1):
+            kw = g[k]["words"]
+            stored = kw[:, ::-1]
+            # Row of the stored prefix (the n-gram's last k-1 words) in order k-1, by the chain of
+            # packed (row, word) keys, each order's sorted.
+            row = stored[:, 0]
+            for j in range(2, k):
+                pos = _positions(trie[j]["packed"], row * c0 + stored[:, j - 1])
+                bad = pos < 0
+                if np.any(bad):
+                    i = int(np.flatnonzero(bad)[0])
+                    gram = " ".join(words[int(np.flatnonzero(kid_of_uni == w)[0])] for w in g[k]["words"][i])
+                    raise InputError(f"the {k}-gram {gram!r} has no {j}-gram suffix in the model; KenLM's trie would "
+                                     "insert a 'blank' n-gram for it, which this writer does not",
+                                     fix="write a model closed under suffixes (unpruned, or pruned with "
+                                         "`ngramlm prune`), or run build_binary on the exported ARPA")
+                row = pos
+            raw = row * c0 + stored[:, -1]
+            _trie_order(trie, k, raw, np.argsort(raw), row)
     # Quantiser tables.
     if quant is not None:
         pb, bb = quant
@@ -674,17 +669,14 @@ def probing_bytes(model, opts: BinaryOptions) -> bytes:
     uni["backoff"][orders[1].words[:, 0]] = orders[1].backoff
     off, _ = parts["unigram"]
     out[hs + off:hs + off + uni.nbytes] = uni.tobytes()
-    V = len(itos)
-    first = np.arange(V, dtype=np.int64)  # per row of the order below: its first word (unigram rows are ids)
     key = orders[1].words[:, 0].astype(np.uint64)  # unigram rows' keys: their KenLM ids
+    chain = _rows_by_suffix(model, suf, g[1]["row_of_id"]) if suf is not None else None
     for k in range(2, n + 1):
         top = k == n
         o, nb = parts["longest"] if top else parts["middles"][k - 2]
-        if suf is not None:
+        if chain is not None:
             # An n-gram's key extends its suffix's key by its first word (KenLM hashes last word first).
-            mkeys = np.asarray(model.keys_[k - 1], dtype=np.int64)
-            first = first[mkeys // V]
-            suffix = suf[k - 1] if k > 2 else g[1]["row_of_id"][suf[1]]
+            _, first, suffix = next(chain)
             key = combine_word_hash(key[suffix], ours_to_k[first])
         else:
             kw = orders[k].words

@@ -25,13 +25,13 @@ def parse_weights(spec: str) -> list:
 
 def read_encoded(source: str, *, split: str, data_dir, vocab):
     """``source`` (a file, '-' or a corpus name's ``split``) encoded with ``vocab``, its OOV flags and name."""
-    from corpora.accounting import oov_flags
+    from corpora.accounting import encode_with_oov
     from corpora.sources import read_text_source
 
     src = read_text_source(source, split=split, data_dir=data_dir, tokenizer=vocab.tokenizer)
     if not src.sentences:
         raise InputError("the text has no sentences", path=src.description, fix="pass a non-empty text")
-    return vocab.encode_sentences(src.sentences), oov_flags(vocab, src.sentences), src.description
+    return (*encode_with_oov(vocab, src.sentences), src.description)
 
 
 @click.command("mix")

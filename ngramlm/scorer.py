@@ -11,13 +11,12 @@ are predicted, ``<s>`` never is; histories never cross sentences.  Log probabili
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
-from corpora.accounting import PerplexityReport, report_from_log10
+from corpora.accounting import PerplexityReport, encode_with_oov, report_from_log10
 from corpora.errors import InputError, NotFittedError
 from corpora.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, EncodedText
 
@@ -285,19 +284,7 @@ class Scorer:
     def encode(self, sentences: Iterable[Sequence[str]]) -> tuple[EncodedText, np.ndarray]:
         """Encode token lists with the model's vocabulary; also return the OOV flags."""
         self._check_fitted()
-        sentences = list(sentences)
-        enc = self.vocab_.encode_sentences(sentences)
-        # What oov_flags computes, from the ids: a word is OOV where it became <unk>, unless it *is*
-        # <unk> and <unk> was a word of the training text (PTB); </s> never is.
-        oov = enc.ids == UNK_ID
-        if self.vocab_.n_corpus_unk_ and oov.any():
-            at = np.flatnonzero(oov)
-            sent = np.searchsorted(enc.starts, at, side="right") - 1
-            flat = list(itertools.chain.from_iterable(sentences))
-            unk = self.vocab_.unk_token
-            literal = np.fromiter((flat[i] == unk for i in (at - sent).tolist()), dtype=bool, count=len(at))
-            oov[at[literal]] = False
-        return enc, oov
+        return encode_with_oov(self.vocab_, list(sentences))
 
     # ------------------------------------------------------------------ single queries
     def log10_prob(self, word: str, context: Sequence[str] = ()) -> float:

@@ -112,12 +112,13 @@ class VocabLimit:
     ngrams_after: list = field(default_factory=list)
     unk_prob_before: float = 0.0  # unigram p(<unk>), linear
     unk_prob_after: float = 0.0  # unigram p(<unk>) + the removed words' unigram probability
+    method: str = "closed"  # or "lmplz": pruned inside the estimation, numbers left as estimated
 
     def to_dict(self) -> dict:
         return {"listed": self.listed, "kept_words": self.kept_words, "removed_words": self.removed_words,
                 "missing_words": len(self.missing), "ngrams_before": self.ngrams_before,
                 "ngrams_after": self.ngrams_after, "unk_prob_before": self.unk_prob_before,
-                "unk_prob_after": self.unk_prob_after}
+                "unk_prob_after": self.unk_prob_after, "method": self.method}
 
 
 def _specials(vocab: Vocab) -> set:
@@ -263,7 +264,7 @@ def limit_vocabulary(model, *, words: Sequence[str], source: Optional[str] = Non
     after = [int(n) for n in tables.n_ngrams]
     result = VocabLimit(tables=tables, listed=len(set(words)), kept_words=V2 - N_SPECIALS,
                         removed_words=int(removed.sum()), missing=missing, ngrams_before=before,
-                        ngrams_after=after, unk_prob_before=unk_before, unk_prob_after=unk_after)
-    result.tables = tables.replace(info=dict(tables.info, vocab_limit=dict(result.to_dict(), source=source,
-                                                                         method="lmplz" if lmplz else "closed")))
+                        ngrams_after=after, unk_prob_before=unk_before, unk_prob_after=unk_after,
+                        method="lmplz" if lmplz else "closed")
+    result.tables = tables.replace(info=dict(tables.info, vocab_limit=dict(result.to_dict(), source=source)))
     return result
