@@ -295,7 +295,8 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
     if merged is not None:
         lm.fit_counts(counts, vocab=vocab, smoother=merged)
     else:
-        lm.fit(enc, vocab=vocab, counts=counts, heldout=heldout, limit_vocab=limit_words if in_estimation else None)
+        lm.fit(enc, vocab=vocab, counts=counts, heldout=heldout, limit_vocab=limit_words if in_estimation else None,
+               limit_vocab_source=limit_vocab_path)
     del enc, counts  # the model keeps what it needs; free the counts before writing
     if merging is not None:
         lm.info_["count_merging"] = merging  # saved in .npz models (ARPA has no place for it)

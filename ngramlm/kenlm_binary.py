@@ -281,8 +281,13 @@ class BinaryFile:
 
     def close(self) -> None:
         self.bits = None
-        self.buf.release()
-        self._mm.close()
+        try:
+            self.buf.release()
+            self._mm.close()
+        except BufferError:
+            # Arrays still view the map (an error raised halfway through decoding holds some): it is
+            # unmapped when the last of them goes, and the error the caller sees is the real one.
+            pass
 
     def __enter__(self) -> "BinaryFile":
         return self

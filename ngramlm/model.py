@@ -79,7 +79,8 @@ class NgramLM(Scorer):
         return smoother
 
     def fit(self, train: EncodedText, *, vocab: Vocab, counts: Optional[NgramCounts] = None,
-            heldout: Optional[EncodedText] = None, limit_vocab: Optional[Sequence[str]] = None) -> "NgramLM":
+            heldout: Optional[EncodedText] = None, limit_vocab: Optional[Sequence[str]] = None,
+            limit_vocab_source: Optional[str] = None) -> "NgramLM":
         """Count (unless ``counts`` are given) and smooth.  Returns ``self``.
 
         ``heldout`` text tunes the weights of Jelinek-Mercer when none were given.
@@ -90,7 +91,7 @@ class NgramLM(Scorer):
         each context's pruned mass going to its back-off weight, and nothing else changes.  Otherwise
         as :func:`ngramlm.vocab_filter.limit_vocabulary` does it: the removed words' probability goes
         to ``<unk>`` and the back-off weights are renormalised.  ``self.vocab_limit_`` says what was
-        removed.
+        removed; ``limit_vocab_source`` (the list's file) is named in errors and recorded.
         """
         order = check_order(self.order)
         smoother = self._make_smoother()
@@ -107,7 +108,7 @@ class NgramLM(Scorer):
             from .vocab_filter import check_limitable_smoother, kept_ids
 
             check_limitable_smoother(smoother)
-            keep, _ = kept_ids(vocab, limit_vocab)
+            keep, _ = kept_ids(vocab, limit_vocab, source=limit_vocab_source)
         if self.compat is not None:
             self._apply_compat(smoother, train, counts)
             if limit_vocab is not None:
@@ -116,7 +117,8 @@ class NgramLM(Scorer):
         if limit_vocab is not None:
             from .vocab_filter import limit_vocabulary
 
-            self.vocab_limit_ = limit_vocabulary(self, words=limit_vocab, lmplz=self.compat == "kenlm")
+            self.vocab_limit_ = limit_vocabulary(self, words=limit_vocab, source=limit_vocab_source,
+                                                 lmplz=self.compat == "kenlm")
             self._set_tables(self.vocab_limit_.tables)
         return self
 

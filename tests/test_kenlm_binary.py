@@ -403,6 +403,23 @@ def test_a_damaged_trie_never_crashes_the_search(toy, tmp_path, name):
         load_any(bad)
 
 
+def test_a_damaged_trie_fails_export_with_one_line(toy, tmp_path, run_cli):
+    """Decoding stops at the first inconsistent pointer: the error names the file, the output is not
+    written, and no second error from unmapping the file hides the first."""
+    from ngramlm.kenlm_binary import trie_structure
+
+    src = toy["files"]["trie"]
+    with BinaryFile(src) as bf:
+        L, _ = trie_structure(bf)
+    data = bytearray(src.read_bytes())
+    struct.pack_into("<Q", data, L.unigram_offset + 16 * 5 + 8, 2 ** 40)
+    bad = tmp_path / "damaged.bin"
+    bad.write_bytes(bytes(data))
+    code, _, err = run_cli("export-arpa", bad, "-o", tmp_path / "out.arpa")
+    assert code == 2 and "pointers are inconsistent" in err and "Traceback" not in err, err
+    assert not (tmp_path / "out.arpa").exists()
+
+
 @needs_ext
 def test_values_through_the_arpa_text_by_arithmetic_equal_the_text():
     """through_text7 computes strtof(printf('%.7g', x)) by arithmetic where that is provably exact and
