@@ -75,7 +75,7 @@ def build_binary_cmd(args, prob_bits, backoff_bits, array_bits, probing_multipli
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return
-    from .kenlm_binary import MODEL_NAMES
+    from .kenlm_format import MODEL_NAMES
 
     click.echo(f"wrote {output}: KenLM {MODEL_NAMES[opts.model_type]}, {model.order_}-gram, "
                f"{result['bytes']:,} bytes (read {t1 - t0:.2f} s, wrote {t2 - t1:.2f} s)")

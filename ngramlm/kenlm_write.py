@@ -25,7 +25,7 @@ from corpora.errors import InputError
 from corpora.textio import atomic_writer
 from corpora.vocab import BOS_ID, PAD_ID
 
-from .kenlm_binary import SANITY, _FIXED, header_size, trie_layout
+from .kenlm_format import SANITY, _FIXED, header_size, trie_layout
 
 _M = 0xC6A4A7935BD1E995
 _MASK = (1 << 64) - 1
@@ -607,7 +607,8 @@ def _probing_insert(n_buckets: int, keys: np.ndarray) -> tuple:
 def probing_bytes(model, opts: BinaryOptions) -> bytes:
     """The bytes of a KenLM probing binary of ``model``: hash tables filled in the order of the
     ARPA file this toolkit writes, so the layout is the one ``build_binary`` makes from it."""
-    from .kenlm_binary import _LONG, _MID, _UNI, combine_word_hash, probing_buckets, probing_layout
+    from .kenlm_binary import _LONG, _MID, _UNI, combine_word_hash
+    from .kenlm_format import probing_buckets, probing_layout
 
     opts.check()
     absent = _absent_markers(model, opts)

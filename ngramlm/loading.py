@@ -14,7 +14,8 @@ from corpora.errors import InputError
 
 from .arpa import looks_like_arpa, read_arpa_tables
 from .io_native import load_native_tables
-from .kenlm_binary import looks_like_kenlm_binary, read_header, read_trie_tables
+from .kenlm_binary import read_trie_tables
+from .kenlm_format import looks_like_kenlm_binary, read_header
 from .model import NgramLM
 from .smoothing import SMOOTHERS
 

@@ -15,7 +15,8 @@ import numpy as np
 from corpora.errors import InputError
 from corpora.vocab import UNK_ID
 
-from .kenlm_binary import BinaryFile, trie_query_layout, trie_structure
+from .kenlm_binary import trie_structure
+from .kenlm_format import BinaryFile, trie_query_layout
 from .probing_model import KenlmBinaryScorer
 
 

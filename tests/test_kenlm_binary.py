@@ -15,7 +15,8 @@ import pytest
 
 from corpora.errors import InputError
 from ngramlm import Model
-from ngramlm.kenlm_binary import (MAGIC, BinaryFile, looks_like_kenlm_binary, read_header, read_trie_tables,
+from ngramlm.kenlm_binary import read_trie_tables
+from ngramlm.kenlm_format import (MAGIC, BinaryFile, looks_like_kenlm_binary, read_header,
                                   required_bits)
 from ngramlm.kenlm_write import BinaryOptions, _encode, _make_bins, murmur_hash64a, write_binary
 from ngramlm.loading import load_any
@@ -216,7 +217,7 @@ def test_pruned_models_get_blanks_and_still_score_the_same(toy, tmp_path):
     and the kenlm module and ngramlm score it as the ARPA (every variant)."""
     from ngramlm import NgramLM
     from ngramlm.arpa import write_arpa
-    from ngramlm.kenlm_binary import read_header
+    from ngramlm.kenlm_format import read_header
     from ngramlm.prune_size import prune_scores, prune_with, search_threshold
 
     lm = toy["lm"]
