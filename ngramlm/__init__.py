@@ -6,11 +6,31 @@
     >>> lm = NgramLM(order=5, smoothing="mkn").fit(ds["train"], vocab=ds.vocab)  # doctest: +SKIP
     >>> round(lm.perplexity_report(ds["test"]).ppl, 2)                          # doctest: +SKIP
     141.19
-"""
-from .counts import MAX_ORDER, NgramCounts
-from .model import NgramLM, PerplexityReport, TokenScores
-from .query import FullScoreReturn, Model, State
-from .smoothing import SMOOTHERS, make_smoother
 
-__all__ = ["MAX_ORDER", "NgramCounts", "NgramLM", "PerplexityReport", "TokenScores", "SMOOTHERS", "make_smoother",
-           "Model", "State", "FullScoreReturn"]
+The names below are imported when first used (PEP 562), so that ``import ngramlm.kenlm`` -- the
+kenlm module's stand-in for KenLM binaries -- loads neither numpy nor the estimators.
+"""
+from __future__ import annotations
+
+import importlib
+
+# public name -> the submodule that defines it
+_EXPORTS = {
+    "MAX_ORDER": "counts", "NgramCounts": "counts",
+    "NgramLM": "model", "PerplexityReport": "model", "TokenScores": "model",
+    "Model": "query", "State": "query", "FullScoreReturn": "query",
+    "SMOOTHERS": "smoothing", "make_smoother": "smoothing",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value  # looked up once
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(__all__))

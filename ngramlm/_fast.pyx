@@ -21,8 +21,21 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStri
 from cpython.dict cimport PyDict_GetItem
 from cpython.long cimport PyLong_AsLongLong
 from cpython.ref cimport PyObject
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 
-import numpy as np
+
+class _LazyNumpy:
+    """numpy, imported where this module first uses it: the state API over a KenLM binary
+    (``ngramlm.kenlm``) never does, so a decoder that only scores pays neither numpy's import time
+    nor its memory (about 23 MB), as with the kenlm module."""
+
+    def __getattr__(self, name):
+        import numpy
+        globals()["np"] = numpy  # later lookups find numpy itself
+        return getattr(numpy, name)
+
+
+np = _LazyNumpy()
 
 cdef extern from *:
     """
@@ -53,6 +66,7 @@ cdef extern from *:
 
 cdef enum:
     MAX_ORDER = 12
+    SMALL_RUN = 256  # a sentence of up to this many tokens is scored from buffers on the stack
 cdef uint64_t FIB = 0x9E3779B97F4A7C15ULL
 
 
@@ -873,6 +887,13 @@ cdef class _StateModel:
     cdef dict stoi
     cdef int64_t unk
     cdef int64_t n_words
+    # Or, where ``stoi`` is None, words are looked up as KenLM looks them up in a binary's own
+    # vocabulary table (``hv``, ``hv_n`` entries): by the MurmurHash64A of their UTF-8 bytes, in a
+    # sorted array (trie files) or a probing hash table.  Ids are then KenLM's: 0 is <unk>.
+    cdef const uint8_t* hv
+    cdef uint64_t hv_n
+    cdef bint hv_probing
+    cdef int64_t hv_bos, hv_eos
 
     cdef double _score(self, State s, int64_t w, State out, int* matched) noexcept:
         return 0.0
@@ -882,10 +903,101 @@ cdef class _StateModel:
 
     cdef inline int64_t _wid(self, object word) except? -1:
         # The dict lookup without a Python-level call of dict.get: the state API's hottest line.
-        cdef PyObject* v = PyDict_GetItem(self.stoi, word)
+        cdef PyObject* v
+        if self.stoi is None:
+            return self._hash_wid(word)
+        v = PyDict_GetItem(self.stoi, word)
         if v == NULL:
             return self.unk
         return PyLong_AsLongLong(<object>v)
+
+    cdef int64_t _hash_wid(self, object word) except? -1:
+        cdef const char* p
+        cdef Py_ssize_t n
+        if self.hv == NULL:
+            raise ValueError("this model has no vocabulary to look words up in")
+        if isinstance(word, str):
+            p = PyUnicode_AsUTF8AndSize(word, &n)
+        elif isinstance(word, bytes):
+            p = PyBytes_AS_STRING(word)
+            n = PyBytes_GET_SIZE(word)
+        else:
+            raise TypeError(f"a word is a str (or UTF-8 bytes), not {type(word).__name__}")
+        return _hv_find(self.hv, self.hv_n, self.hv_probing, p, n)
+
+    def sentence_text(self, sentence, bint bos, bint eos, bint full):
+        """The kenlm module's ``score`` (or with ``full`` its ``full_scores`` list) of one sentence,
+        over a binary's own vocabulary: the sentence's UTF-8 bytes are split on KenLM's spaces
+        (space, \\t \\n \\v \\f \\r), each word looked up by its hash and the whole run scored in C
+        (a trie's searches side by side), and the total summed in float32 in the sentence's order,
+        as kenlm sums it, so the numbers are kenlm's to the bit."""
+        cdef const char* p
+        cdef Py_ssize_t n, i = 0, j, T = 0, t, cap
+        cdef float total = 0.0
+        cdef int64_t small_ids[SMALL_RUN]
+        cdef int64_t small_pos[SMALL_RUN]
+        cdef double small_lp[SMALL_RUN]
+        cdef int8_t small_m[SMALL_RUN]
+        cdef int64_t* ids = small_ids
+        cdef int64_t* pos = small_pos
+        cdef double* lp = small_lp
+        cdef int8_t* mm = small_m
+        cdef void* heap = NULL
+        cdef list out
+        if self.stoi is not None or self.hv == NULL:
+            raise ValueError("sentence_text needs the binary's own vocabulary (use sentence() with words)")
+        if isinstance(sentence, str):
+            p = PyUnicode_AsUTF8AndSize(sentence, &n)
+        elif isinstance(sentence, bytes):
+            p = PyBytes_AS_STRING(sentence)
+            n = PyBytes_GET_SIZE(sentence)
+        else:
+            raise TypeError(f"a sentence is a str (or UTF-8 bytes), not {type(sentence).__name__}")
+        cap = n // 2 + 3  # words are separated, so at most (n + 1) / 2 of them, plus <s> and </s>
+        if cap > SMALL_RUN:
+            heap = malloc(cap * (2 * sizeof(int64_t) + sizeof(double) + sizeof(int8_t)))
+            if heap == NULL:
+                raise MemoryError()
+            ids = <int64_t*>heap
+            pos = ids + cap
+            lp = <double*>(pos + cap)
+            mm = <int8_t*>(lp + cap)
+        try:
+            if bos:
+                ids[0] = self.hv_bos
+                pos[0] = 0
+                T = 1
+            while True:
+                while i < n and _kenlm_space(<unsigned char>p[i]):
+                    i += 1
+                if i >= n:
+                    break
+                j = i + 1
+                while j < n and not _kenlm_space(<unsigned char>p[j]):
+                    j += 1
+                ids[T] = _hv_find(self.hv, self.hv_n, self.hv_probing, p + i, j - i)
+                pos[T] = T if bos else T + 1
+                T += 1
+                i = j
+            if eos:
+                ids[T] = self.hv_eos
+                pos[T] = T if bos else T + 1
+                T += 1
+            if T > 0:
+                self._score_run(ids, pos, T, lp, mm)
+            t = 1 if bos else 0
+            if not full:
+                while t < T:
+                    total += <float>lp[t]
+                    t += 1
+                return total
+            out = []
+            while t < T:
+                out.append((lp[t], mm[t], ids[t] == 0 and not (eos and t == T - 1)))
+                t += 1
+            return out
+        finally:
+            free(heap)
 
     def begin_sentence(self, State state, int64_t bos_id):
         state.bowner = NULL
@@ -939,17 +1051,27 @@ cdef class _StateModel:
         """log10 p and matched length at every position of a padded stream of this toolkit's ids
         (``pos`` 0 at each ``<s>``; a position continues the one before only where ``pos`` goes up
         by one): the state API's numbers, position by position, without a Python call per token."""
-        cdef Py_ssize_t t, T = tokens.shape[0]
+        cdef Py_ssize_t T = tokens.shape[0]
+        if pos.shape[0] != T:
+            raise ValueError(f"{T} tokens but {pos.shape[0]} positions")
         out_lp = np.empty(T, dtype=np.float64)
         out_m = np.empty(T, dtype=np.int8)
         cdef double[:] lpv = out_lp
         cdef int8_t[:] mv = out_m
+        self._check_ids(tokens)
+        if T > 0:
+            self._score_run(&tokens[0], &pos[0], T, &lpv[0], &mv[0])
+        return out_lp, out_m
+
+    cdef void _score_run(self, const int64_t* tokens, const int64_t* pos, Py_ssize_t T, double* lpv,
+                         int8_t* mv) noexcept:
+        """score_padded's work over plain arrays (checked ids): one state after another."""
+        cdef Py_ssize_t t
         cdef State a = State.__new__(State)
         cdef State b = State.__new__(State)
         cdef State x
         cdef int m
         cdef int64_t w
-        self._check_ids(tokens)
         for t in range(T):
             w = tokens[t]
             if pos[t] == 0:
@@ -970,7 +1092,6 @@ cdef class _StateModel:
             x = a
             a = b
             b = x
-        return out_lp, out_m
 
     def sentence(self, list words, bint bos, bint eos, int64_t bos_id, int64_t eos_id, bint full):
         """A whole sentence: its total log10 p, or with ``full`` a list of (log10 p, length, oov)."""
@@ -1521,6 +1642,75 @@ def through_text7(const double[:] x, bint arithmetic=True):
     return out_a
 
 
+# ----------------------------------------------------------------------------- KenLM's vocabulary: words by their hash
+cdef inline uint64_t _murmur64a(const char* key, Py_ssize_t n) noexcept nogil:
+    """MurmurHash64A with seed 0 (Austin Appleby's public-domain hash), which KenLM keys its
+    vocabulary with; as ``ngramlm.kenlm_write.murmur_hash64a``.  Little-endian, as the files are."""
+    cdef uint64_t m = 0xC6A4A7935BD1E995ULL
+    cdef uint64_t h = <uint64_t>n * m
+    cdef uint64_t k
+    cdef Py_ssize_t i, blocks = n >> 3
+    for i in range(blocks):
+        memcpy(&k, key + 8 * i, 8)
+        k *= m
+        k ^= k >> 47
+        k *= m
+        h ^= k
+        h *= m
+    if n & 7:
+        k = 0
+        memcpy(&k, key + 8 * blocks, n & 7)
+        h ^= k
+        h *= m
+    h ^= h >> 47
+    h *= m
+    h ^= h >> 47
+    return h
+
+
+def murmur_hash64a(bytes data):
+    """MurmurHash64A (seed 0) of ``data``: the compiled twin of ``ngramlm.kenlm_write.murmur_hash64a``."""
+    return _murmur64a(PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
+
+
+cdef inline bint _kenlm_space(unsigned char c) noexcept nogil:
+    # KenLM's kSpaces (util/spaces.cc): space, \t \n \v \f \r -- bytes.split()'s set, not str.split()'s.
+    return c == 32 or (9 <= c <= 13)
+
+
+cdef inline int64_t _hv_find(const uint8_t* hv, uint64_t nb, bint probing, const char* p, Py_ssize_t n) noexcept nogil:
+    """KenLM's id of the word ``p[:n]`` in a binary's vocabulary table, 0 (<unk>) where it is not
+    there: a trie file's is the sorted array of the words' hashes (id = position + 1), a probing
+    file's a linear-probing table of 12-byte (hash, id) buckets, empty where the hash is 0."""
+    cdef uint64_t h = _murmur64a(p, n), key, b, lo = 0, hi = nb, mid
+    cdef uint32_t v
+    cdef const uint64_t* keys
+    if nb == 0:
+        return 0
+    if probing:
+        b = h % nb
+        while True:
+            memcpy(&key, hv + 12 * b, 8)
+            if key == h:
+                memcpy(&v, hv + 12 * b + 8, 4)
+                return v
+            if key == 0:
+                return 0
+            b += 1
+            if b == nb:
+                b = 0
+    keys = <const uint64_t*>hv
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if keys[mid] < h:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < nb and keys[lo] == h:
+        return <int64_t>lo + 1
+    return 0
+
+
 # ----------------------------------------------------------------------------- KenLM probing binaries: the state API
 cdef packed struct _PMid:
     uint64_t key
@@ -1561,18 +1751,55 @@ cdef class _KenlmTables(_StateModel):
     words as can still matter, and their back-off weights)."""
 
     cdef const int64_t* to_k
+    cdef int64_t* own_ids
     cdef int64_t V
     cdef list arrays
 
-    cdef int _set_vocab(self, to_kenlm, dict stoi, int64_t unk_id) except -1:
-        """Our ids -> KenLM's (``to_kenlm``, kept alive in ``arrays``), the words' ids, <unk>'s."""
-        cdef const int64_t[:] tk = to_kenlm
-        self.to_k = &tk[0]
-        self.V = to_kenlm.shape[0]
+    def __dealloc__(self):
+        free(self.own_ids)
+
+    cdef int _set_vocab(self, const uint8_t[:] buf, to_kenlm, dict stoi, int64_t unk_id, int64_t n_unigrams,
+                        file_vocab) except -1:
+        """Either this toolkit's ids (``to_kenlm``: ours -> KenLM's, kept alive in ``arrays``;
+        ``stoi``: the words' ids; ``unk_id``), or -- ``file_vocab`` = (byte offset, entries, probing)
+        of the binary's own vocabulary table, with ``to_kenlm`` and ``stoi`` None -- KenLM's ids, the
+        words looked up by their hashes (no word strings are read: kenlm's way)."""
+        cdef const int64_t[:] tk
+        cdef int64_t i
+        if file_vocab is None:
+            tk = to_kenlm
+            self.to_k = &tk[0]
+            self.V = to_kenlm.shape[0]
+            self.stoi = stoi
+            self.unk = unk_id
+        else:
+            off, entries, probing = file_vocab
+            if to_kenlm is not None or stoi is not None:
+                raise ValueError("give file_vocab or to_kenlm and stoi, not both")
+            if off + (12 if probing else 8) * entries > buf.shape[0]:
+                raise ValueError("the vocabulary table runs past the end of the file")
+            self.own_ids = <int64_t*>malloc(max(n_unigrams, 1) * sizeof(int64_t))
+            if self.own_ids == NULL:
+                raise MemoryError()
+            for i in range(n_unigrams):
+                self.own_ids[i] = i
+            self.to_k = self.own_ids
+            self.V = n_unigrams
+            self.stoi = None
+            self.unk = 0
+            self.hv = &buf[off]
+            self.hv_n = entries
+            self.hv_probing = probing
+            self.hv_bos = _hv_find(self.hv, self.hv_n, probing, b"<s>", 3)
+            self.hv_eos = _hv_find(self.hv, self.hv_n, probing, b"</s>", 4)
         self.n_words = self.V
-        self.stoi = stoi
-        self.unk = unk_id
         return 0
+
+    @property
+    def sentence_ids(self):
+        """(<s>, </s>) ids where words are looked up in the file's own vocabulary (KenLM's ids;
+        0 where the file lacks one, as KenLM reads it)."""
+        return self.hv_bos, self.hv_eos
 
     cdef void _next_state(self, State s, int64_t w, State out, int keep, const float* nb) noexcept:
         cdef int i
@@ -1609,23 +1836,32 @@ cdef class ProbingTables(_KenlmTables):
     cdef const _PLong* longest
     cdef uint64_t lsize
 
-    def __init__(self, unigram, list middles, longest, dict stoi, to_kenlm, int64_t unk_id):
-        cdef const unsigned char[:] raw
+    def __init__(self, const uint8_t[:] buf, owner, uint64_t unigram_offset, list middles, tuple longest, to_kenlm,
+                 dict stoi, int64_t unk_id, int64_t n_unigrams, file_vocab=None):
+        """``buf``: the whole file (``owner`` keeps its map alive); the unigram records at
+        ``unigram_offset``; per middle order its table's (byte offset, buckets), and the top
+        order's; the vocabulary as ``_KenlmTables._set_vocab`` takes it."""
         cdef int i
+        cdef uint64_t off, nb
         self.n = len(middles) + 2
         if self.n > MAX_ORDER:
             raise ValueError(f"order {self.n} is above {MAX_ORDER}")
-        self.arrays = [unigram, longest, to_kenlm] + list(middles)
-        raw = unigram.view(np.uint8).reshape(-1)
-        self.uni = <const _PUni*>&raw[0]
+        self.arrays = [buf, owner, to_kenlm]
+        if unigram_offset + (n_unigrams + 1) * sizeof(_PUni) > <uint64_t>buf.shape[0]:
+            raise ValueError("the unigram records run past the end of the file")
+        self.uni = <const _PUni*>&buf[unigram_offset]
         for i in range(len(middles)):
-            raw = middles[i].view(np.uint8).reshape(-1)
-            self.mid[i + 2] = <const _PMid*>&raw[0]
-            self.msize[i + 2] = middles[i].shape[0]
-        raw = longest.view(np.uint8).reshape(-1)
-        self.longest = <const _PLong*>&raw[0]
-        self.lsize = longest.shape[0]
-        self._set_vocab(to_kenlm, stoi, unk_id)
+            off, nb = middles[i]
+            if nb == 0 or off + nb * sizeof(_PMid) > <uint64_t>buf.shape[0]:
+                raise ValueError(f"the order-{i + 2} table runs past the end of the file")
+            self.mid[i + 2] = <const _PMid*>&buf[off]
+            self.msize[i + 2] = nb
+        off, nb = longest
+        if nb == 0 or off + nb * sizeof(_PLong) > <uint64_t>buf.shape[0]:
+            raise ValueError("the top order's table runs past the end of the file")
+        self.longest = <const _PLong*>&buf[off]
+        self.lsize = nb
+        self._set_vocab(buf, to_kenlm, stoi, unk_id, n_unigrams, file_vocab)
 
     cdef inline const _PMid* _find_mid(self, int k, uint64_t key) noexcept nogil:
         cdef const _PMid* t = self.mid[k]
@@ -1865,19 +2101,30 @@ cdef class TrieTables(_KenlmTables):
     cdef _TOrder ords[MAX_ORDER + 1]   # index k: order k (2..n)
 
     def __init__(self, const uint8_t[:] buf, owner, int order, uint64_t unigram_offset, int word_bits,
-                 list orders, to_kenlm, dict stoi, int64_t unk_id, int64_t n_unigrams):
+                 list orders, to_kenlm, dict stoi, int64_t unk_id, int64_t n_unigrams, file_vocab=None):
         """``buf``: the whole file; ``orders``: per order 2..n a dict of its layout (``base``,
-        ``total_bits``, ``inline_bits``, ``quant_bits``, and where present ``array_offset``/
-        ``array_count``, ``ptab``/``btab`` offsets of the quantisation centres)."""
+        ``entries``, ``total_bits``, ``inline_bits``, ``quant_bits``, and where present ``array_offset``/
+        ``array_count``, ``ptab``/``btab`` offsets of the quantisation centres); the vocabulary as
+        ``_KenlmTables._set_vocab`` takes it."""
         cdef int k, pb, bb
         cdef _TOrder* o
         if not 2 <= order <= MAX_ORDER:
             raise ValueError(f"order {order} is outside 2..{MAX_ORDER}")
         if len(orders) != order - 1:
             raise ValueError(f"{len(orders)} order layouts for an order-{order} trie")
+        cdef uint64_t i
         self.n = order
         self.arrays = [buf, owner, to_kenlm]
+        if unigram_offset + (n_unigrams + 2) * sizeof(_TUni) > <uint64_t>buf.shape[0]:
+            raise ValueError("the KenLM binary's unigram records run past the end of the file")
         self.uni = <const _TUni*>&buf[unigram_offset]
+        # The search reads the unigrams' child pointers unchecked, so a damaged file is refused here
+        # (the deeper orders' pointers are clamped to their arrays as they are read).
+        if self.uni[0].next != 0 or self.uni[n_unigrams].next != <uint64_t>orders[0]["entries"]:
+            raise ValueError("the KenLM binary's unigram pointers are inconsistent")
+        for i in range(<uint64_t>n_unigrams):
+            if self.uni[i].next > self.uni[i + 1].next:
+                raise ValueError("the KenLM binary's unigram pointers are inconsistent")
         for k in range(2, order + 1):
             d = orders[k - 2]
             o = &self.ords[k]
@@ -1911,7 +2158,7 @@ cdef class TrieTables(_KenlmTables):
             else:
                 o.arr = NULL
                 o.arr_n = 0
-        self._set_vocab(to_kenlm, stoi, unk_id)
+        self._set_vocab(buf, to_kenlm, stoi, unk_id, n_unigrams, file_vocab)
 
     cdef inline float _walk(self, uint64_t kw, const int64_t* ctx, int nctx, float* nb, int* keep,
                             int* matched) noexcept nogil:
@@ -1988,10 +2235,9 @@ cdef class TrieTables(_KenlmTables):
         return lp
 
 
-    def score_padded(self, const int64_t[:] tokens, const int64_t[:] pos):
-        """log10 p and matched length at every position of a padded stream of this toolkit's ids
-        (``pos`` 0 at each ``<s>``; a position continues the one before only where ``pos`` goes up
-        by one): the state API's numbers, position by position.
+    cdef void _score_run(self, const int64_t* tokens, const int64_t* pos, Py_ssize_t T, double* lpv,
+                         int8_t* mv) noexcept:
+        """score_padded's work, KenLM's search over the trie for many positions at once.
 
         A search is a chain of dependent reads into a file far larger than the cache, so one word at
         a time waits on memory at every probe.  The context of every position is known in advance,
@@ -2000,68 +2246,60 @@ cdef class TrieTables(_KenlmTables):
         search goes as deep as the history allows instead of as deep as the previous state kept:
         what lies beyond the state's words cannot be found (no n-gram extends those contexts), and
         their back-offs are exactly 0, so the numbers are the state API's."""
-        cdef Py_ssize_t T = tokens.shape[0], t, g0, g1
-        out_lp = np.empty(T, dtype=np.float64)
-        out_m = np.empty(T, dtype=np.int8)
-        cdef double[:] lpv = out_lp
-        cdef int8_t[:] mv = out_m
+        cdef Py_ssize_t t, g0, g1
         cdef _TWalk ws[GROUP]
         cdef _TWalk* wk
         cdef float prev_nb[MAX_ORDER]
         cdef int prev_keep = 0, i, j, active, run = 0, n = self.n
-        cdef int64_t w
         cdef float lp
-        self._check_ids(tokens)
-        with nogil:
-            g0 = 0
-            while g0 < T:
-                g1 = g0 + GROUP
-                if g1 > T:
-                    g1 = T
-                for t in range(g0, g1):
-                    _prefetch(&self.uni[self.to_k[tokens[t]]])
-                # Start every search of the group: its word's unigram record, its history length.
-                for t in range(g0, g1):
-                    wk = &ws[t - g0]
-                    if pos[t] == 0:
-                        run = 0
-                    elif t > 0 and pos[t] == pos[t - 1] + 1:
-                        run += 1
-                    else:
-                        run = 0
-                    self._walk_start(wk, tokens, t, (0 if pos[t] == 0 else (run if run < n - 1 else n - 1)))
-                # Rounds: each live search reads its last probe and issues (prefetches) the next.
-                active = g1 - g0
-                while active > 0:
-                    active = 0
-                    for j in range(g1 - g0):
+        g0 = 0
+        while g0 < T:
+            g1 = g0 + GROUP
+            if g1 > T:
+                g1 = T
+            for t in range(g0, g1):
+                _prefetch(&self.uni[self.to_k[tokens[t]]])
+            # Start every search of the group: its word's unigram record, its history length.
+            for t in range(g0, g1):
+                wk = &ws[t - g0]
+                if pos[t] == 0:
+                    run = 0
+                elif t > 0 and pos[t] == pos[t - 1] + 1:
+                    run += 1
+                else:
+                    run = 0
+                self._walk_start(wk, tokens, t, (0 if pos[t] == 0 else (run if run < n - 1 else n - 1)))
+            # Rounds: each live search reads its last probe and issues (prefetches) the next.
+            active = g1 - g0
+            while active > 0:
+                active = 0
+                for j in range(g1 - g0):
+                    if not ws[j].done:
+                        self._walk_step(&ws[j], tokens)
                         if not ws[j].done:
-                            self._walk_step(&ws[j], tokens)
-                            if not ws[j].done:
-                                active += 1
-                # In order: add the back-offs of the state the previous position leaves.
-                for t in range(g0, g1):
-                    wk = &ws[t - g0]
-                    if pos[t] == 0:  # <s>: history only (BeginSentenceWrite keeps it whatever it is)
-                        lpv[t] = 0.0
-                        mv[t] = 1
-                        prev_nb[0] = wk.nb[0]
-                        prev_keep = 1 if n > 1 else 0
-                        continue
-                    if t == 0 or pos[t] != pos[t - 1] + 1:
-                        prev_keep = 0
-                    lp = wk.prob
-                    for i in range(wk.m - 1, prev_keep):
-                        lp += prev_nb[i]
-                    lpv[t] = lp
-                    mv[t] = <int8_t>wk.m
-                    for i in range(wk.keep):
-                        prev_nb[i] = wk.nb[i]
-                    prev_keep = wk.keep
-                g0 = g1
-        return out_lp, out_m
+                            active += 1
+            # In order: add the back-offs of the state the previous position leaves.
+            for t in range(g0, g1):
+                wk = &ws[t - g0]
+                if pos[t] == 0:  # <s>: history only (BeginSentenceWrite keeps it whatever it is)
+                    lpv[t] = 0.0
+                    mv[t] = 1
+                    prev_nb[0] = wk.nb[0]
+                    prev_keep = 1 if n > 1 else 0
+                    continue
+                if t == 0 or pos[t] != pos[t - 1] + 1:
+                    prev_keep = 0
+                lp = wk.prob
+                for i in range(wk.m - 1, prev_keep):
+                    lp += prev_nb[i]
+                lpv[t] = lp
+                mv[t] = <int8_t>wk.m
+                for i in range(wk.keep):
+                    prev_nb[i] = wk.nb[i]
+                prev_keep = wk.keep
+            g0 = g1
 
-    cdef inline void _walk_start(self, _TWalk* wk, const int64_t[:] tokens, Py_ssize_t t, int hist) noexcept nogil:
+    cdef inline void _walk_start(self, _TWalk* wk, const int64_t* tokens, Py_ssize_t t, int hist) noexcept nogil:
         cdef uint64_t kw = <uint64_t>self.to_k[tokens[t]]
         cdef const _TUni* u = &self.uni[kw]
         wk.t = t
@@ -2075,7 +2313,7 @@ cdef class TrieTables(_KenlmTables):
         wk.done = False
         self._walk_descend(wk, tokens, u.next, self.uni[kw + 1].next)
 
-    cdef inline void _walk_descend(self, _TWalk* wk, const int64_t[:] tokens, uint64_t begin, uint64_t end) noexcept nogil:
+    cdef inline void _walk_descend(self, _TWalk* wk, const int64_t* tokens, uint64_t begin, uint64_t end) noexcept nogil:
         """Go down one order: set up the search of the next context word among [begin, end)."""
         cdef const _TOrder* o
         if wk.k >= wk.hist + 1 or begin >= end:
@@ -2109,7 +2347,7 @@ cdef class TrieTables(_KenlmTables):
         wk.at = at
         _prefetch(o.base + ((<uint64_t>at * o.total_bits) >> 3))
 
-    cdef inline void _walk_step(self, _TWalk* wk, const int64_t[:] tokens) noexcept nogil:
+    cdef inline void _walk_step(self, _TWalk* wk, const int64_t* tokens) noexcept nogil:
         cdef const _TOrder* o = &self.ords[wk.k]
         cdef uint64_t at = <uint64_t>wk.at, begin, end
         cdef int64_t v = <int64_t>_rd(o.base, at * o.total_bits, o.word_mask)

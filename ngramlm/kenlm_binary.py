@@ -306,6 +306,8 @@ class ProbingSearch:
         if version != PROBING_VOCAB_VERSION:
             raise InputError(f"probing vocabulary version {version}, expected {PROBING_VOCAB_VERSION}",
                              path=self.file.path, fix="rebuild the binary with a current build_binary")
+        self.offsets = {"unigram": base + parts["unigram"][0], "middles": [(base + o, nb) for o, nb in parts["middles"]],
+                        "longest": (base + parts["longest"][0], parts["longest"][1])}  # absolute, for _fast
         off, n = parts["unigram"]
         self.unigram = np.frombuffer(buf, dtype=_UNI[h.model_type], count=n, offset=base + off)
         self.middles = [np.frombuffer(buf, dtype=_MID[h.model_type], count=nb, offset=base + o)

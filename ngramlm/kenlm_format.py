@@ -273,7 +273,7 @@ def trie_query_layout(L: TrieLayout) -> list:
     qat = L.quant_offset + 8  # the centres: per middle order prob then back-off, then the top order's
     for k in range(2, L.order + 1):
         m = L.longest if k == L.order else L.middles[k - 2]
-        d = {"base": m["base"], "total_bits": m["total_bits"], "inline_bits": m.get("inline_bits", 0),
+        d = {"base": m["base"], "entries": m["entries"], "total_bits": m["total_bits"], "inline_bits": m.get("inline_bits", 0),
              "next_entries": L.counts[k] if k < L.order else 0,
              "array_offset": m.get("array_offset"), "array_count": m.get("array_count", 0), "ptab": None, "btab": None}
         if L.quant is not None:

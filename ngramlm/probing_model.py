@@ -80,8 +80,10 @@ class ProbingScorer(KenlmBinaryScorer):
             return None
         if getattr(self, "_compiled", None) is None:
             s = self.search
-            self._compiled = accel.fast.ProbingTables(s.unigram, list(s.middles), s.longest, self.vocab_.stoi_,
-                                                      np.ascontiguousarray(self.to_kenlm, dtype=np.int64), UNK_ID)
+            o = s.offsets
+            self._compiled = accel.fast.ProbingTables(
+                np.frombuffer(s.file.buf, dtype=np.uint8), s.file, o["unigram"], o["middles"], o["longest"],
+                np.ascontiguousarray(self.to_kenlm, dtype=np.int64), self.vocab_.stoi_, UNK_ID, s.header.counts[0])
         return self._compiled
 
     def _score_padded(self, tokens: np.ndarray, pos: np.ndarray):

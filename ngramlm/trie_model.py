@@ -41,17 +41,13 @@ class TrieScorer(KenlmBinaryScorer):
         if lacks:
             info["kenlm_lacks"] = lacks
         self._init_vocab(words, h, self.file.path, **info)
-        # The unigrams' child pointers are read unchecked by the search: a damaged file is refused here
-        # (the deeper orders' pointers are clamped to their arrays as they are read).
-        nxt = np.frombuffer(self.file.buf, dtype=np.dtype([("p", "<f4"), ("b", "<f4"), ("next", "<u8")]),
-                            count=h.counts[0] + 2, offset=L.unigram_offset)["next"]
-        if nxt[0] != 0 or nxt[h.counts[0]] != h.counts[1] or np.any(np.diff(nxt[:h.counts[0] + 1].astype(np.int64)) < 0):
-            raise InputError("the KenLM binary's unigram pointers are inconsistent", path=self.file.path,
-                             fix="the file is damaged: rebuild it with build_binary")
         buf = np.frombuffer(self.file.buf, dtype=np.uint8)
-        self.fast = accel.fast.TrieTables(buf, self.file, h.order, L.unigram_offset, L.word_bits,
-                                          trie_query_layout(L), np.ascontiguousarray(self.to_kenlm, dtype=np.int64),
-                                          self.vocab_.stoi_, UNK_ID, h.counts[0])
+        try:
+            self.fast = accel.fast.TrieTables(buf, self.file, h.order, L.unigram_offset, L.word_bits,
+                                              trie_query_layout(L), np.ascontiguousarray(self.to_kenlm, dtype=np.int64),
+                                              self.vocab_.stoi_, UNK_ID, h.counts[0])
+        except ValueError as e:  # the file's structure does not hold together
+            raise InputError(str(e), path=self.file.path, fix="the file is damaged: rebuild it with build_binary") from None
 
     @property
     def order_(self) -> int:

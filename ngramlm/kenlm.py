@@ -1,0 +1,201 @@
+"""The ``kenlm`` module's Python API for KenLM binary files, as light as kenlm itself.
+
+A decoder written against ``import kenlm`` (pyctcdecode, torchaudio's CTC decoder, NeMo, Coqui)
+runs unchanged with::
+
+    import ngramlm.kenlm as kenlm
+
+    m = kenlm.Model("lm.bin")           # a build_binary file: probing or trie, any -q/-b/-a variant
+    m.score("the cat sat")              # log10 p of the sentence (with <s> and </s>)
+    list(m.full_scores("the cat sat"))  # (log10 p, n-gram length, oov) per word and </s>
+    m.perplexity("the cat sat"), m.order, "cat" in m
+    s, t = kenlm.State(), kenlm.State()
+    m.BeginSentenceWrite(s)
+    m.BaseScore(s, "the", t)            # log10 p(the | <s>); t is the state after "the"
+
+For a binary it reads what kenlm reads and nothing more: the header, the vocabulary's table of word
+hashes and the search structure, all where they lie in the mapped file.  No word string is read,
+nothing is decoded and neither numpy nor the estimators are imported, so loading costs what
+mapping the file costs and memory is the file's pages.  Every number is kenlm's to the bit: the
+per-word values, and the sentence totals (summed in float32, as kenlm sums them).  A sentence is
+split as kenlm splits it, on ASCII whitespace of its UTF-8 bytes.
+
+Any other model -- ARPA (plain or .gz), the toolkit's ``.npz``, a probing binary with rest costs,
+or any model where the compiled extension is missing -- loads as :class:`ngramlm.Model`, the same
+API over the toolkit's own tables (numpy and all).
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import Iterator
+
+from . import accel
+from .kenlm_format import BinaryFile, _trie_config, looks_like_kenlm_binary, probing_layout, trie_layout, \
+    trie_query_layout
+
+__all__ = ["Model", "LanguageModel", "State", "FullScoreReturn", "Config", "LoadMethod", "ARPALoadComplain"]
+
+
+class LoadMethod:
+    """How a binary is brought into memory (kenlm's names): every page at load (the default, as
+    kenlm's ``POPULATE_OR_READ``) or each page when first read (``LAZY``)."""
+    LAZY = 0
+    POPULATE_OR_LAZY = 1
+    POPULATE_OR_READ = 2
+    READ = 3
+    PARALLEL_READ = 4
+
+
+class ARPALoadComplain:
+    """kenlm's names; ARPA files load through :class:`ngramlm.Model`, which always checks them."""
+    ALL = 0
+    EXPENSIVE = 1
+    NONE = 2
+
+
+class Config:
+    """kenlm.Config: of its options only ``load_method`` changes what happens here."""
+
+    def __init__(self) -> None:
+        self.load_method = LoadMethod.POPULATE_OR_READ
+        self.show_progress = True
+        self.arpa_complain = ARPALoadComplain.ALL
+
+
+class FullScoreReturn:
+    """What ``BaseFullScore`` returns (kenlm.FullScoreReturn): ``log_prob``, ``ngram_length``, ``oov``."""
+
+    __slots__ = ("log_prob", "ngram_length", "oov")
+
+    def __init__(self, log_prob: float, ngram_length: int, oov: bool) -> None:
+        self.log_prob, self.ngram_length, self.oov = log_prob, ngram_length, oov
+
+    def __repr__(self) -> str:
+        return f"FullScoreReturn(log_prob={self.log_prob}, ngram_length={self.ngram_length}, oov={self.oov})"
+
+
+if accel.fast is not None:
+    State = accel.fast.State
+else:  # the Python state of ngramlm.Model, which every model then loads as
+    def State():  # noqa: N802 (kenlm's class name)
+        from .query import State as _State
+
+        return _State()
+
+
+def _reads_in_place(path) -> bool:
+    """Whether this module scores ``path`` itself: a KenLM binary of a type the compiled extension
+    searches in place (probing without rest costs, every trie variant)."""
+    if accel.fast is None or not looks_like_kenlm_binary(path):
+        return False
+    from .kenlm_format import read_header
+
+    try:
+        h = read_header(path)
+    except ValueError:  # a damaged or foreign file: ngramlm.Model says what is wrong with it
+        return False
+    return h.model_type != 1
+
+
+class Model:
+    """kenlm.Model over a KenLM binary, searched where it lies (see the module's text); any other
+    file comes back as an :class:`ngramlm.Model`."""
+
+    def __new__(cls, path, config: Config | None = None):
+        if not _reads_in_place(path):
+            from .query import Model as ToolkitModel
+
+            return ToolkitModel(path, config)
+        return super().__new__(cls)
+
+    def __init__(self, path, config: Config | None = None) -> None:
+        config = config or Config()
+        self.path = os.path.abspath(os.fspath(path))
+        self._file = BinaryFile(self.path, populate=config.load_method != LoadMethod.LAZY)
+        h = self._file.header
+        buf = self._file.buf
+        if h.kind == "trie":
+            vocab_end = h.size + 8 + 8 * h.counts[0]
+            quant, array_bits = _trie_config(self._file, vocab_end)
+            L = trie_layout(h.order, h.counts, vocab_end, quant=quant, array_bits=array_bits)
+            if L.end > len(buf):
+                self._damaged(f"the KenLM binary is {len(buf):,} bytes but its {h.name} needs {L.end:,}",
+                              "the file is truncated: copy or rebuild it")
+            # The sorted vocabulary: a uint64 count, then the hashes of every word but <unk>.
+            file_vocab = (h.size + 8, int.from_bytes(buf[h.size:h.size + 8], "little"), False)
+            if file_vocab[1] != h.counts[0] - 1:
+                self._damaged(f"the vocabulary lists {file_vocab[1]} words for {h.counts[0]} unigrams",
+                              "the file is damaged: rebuild it with build_binary")
+            try:
+                self._tables = accel.fast.TrieTables(buf, self._file, h.order, L.unigram_offset, L.word_bits,
+                                                     trie_query_layout(L), None, None, 0, h.counts[0], file_vocab)
+            except ValueError as e:  # the file's structure does not hold together
+                self._damaged(str(e), "the file is damaged: rebuild it with build_binary")
+        else:
+            parts = probing_layout(h.order, h.counts, h.probing_multiplier, h.model_type)
+            if h.size + parts["end"] > len(buf):
+                self._damaged(f"the KenLM binary is {len(buf):,} bytes but its probing tables need "
+                              f"{h.size + parts['end']:,}", "the file is truncated: copy or rebuild it")
+            base = h.size
+            # The probing vocabulary: (version, bound) uint32s, then 12-byte (hash, id) buckets.
+            file_vocab = (base + 8, (parts["vocab"][1] - 8) // 12, True)
+            try:
+                self._tables = accel.fast.ProbingTables(
+                    buf, self._file, base + parts["unigram"][0], [(base + o, nb) for o, nb in parts["middles"]],
+                    (base + parts["longest"][0], parts["longest"][1]), None, None, 0, h.counts[0], file_vocab)
+            except ValueError as e:
+                self._damaged(str(e), "the file is damaged: rebuild it with build_binary")
+        self._bos, self._eos = self._tables.sentence_ids
+        # The state API straight into C: bound methods as instance attributes, so a call costs no
+        # Python frame (beam-search decoders make millions of them).
+        self.BaseScore = self._tables.base_score
+        self._sentence = self._tables.sentence_text
+
+    def _damaged(self, message: str, fix: str):
+        from corpora.errors import InputError  # imported on the error path only
+
+        raise InputError(message, path=self.path, fix=fix)
+
+    # ------------------------------------------------------------------ kenlm.Model attributes
+    @property
+    def order(self) -> int:
+        return self._file.header.order
+
+    def __contains__(self, word) -> bool:
+        return self._tables.word_id(word) != 0  # kenlm: in the model when its id is not <unk>'s
+
+    def __repr__(self) -> str:
+        return f"<Model from {os.path.basename(self.path)}>"
+
+    def __reduce__(self):  # pickling a model reopens its file, as kenlm's does
+        return (Model, (self.path,))
+
+    # ------------------------------------------------------------------ the state API
+    def BeginSentenceWrite(self, state) -> None:
+        self._tables.begin_sentence(state, self._bos)
+
+    def NullContextWrite(self, state) -> None:
+        self._tables.null_context(state)
+
+    def BaseFullScore(self, in_state, word, out_state) -> FullScoreReturn:
+        lp, length, wid = self._tables.base_full_score(in_state, word, out_state)
+        return FullScoreReturn(lp, length, wid == 0)
+
+    # ------------------------------------------------------------------ sentences
+    def score(self, sentence, bos: bool = True, eos: bool = True) -> float:
+        """Total log10 probability of ``sentence`` (float32 sums, as kenlm's)."""
+        return self._sentence(sentence, bos, eos, False)
+
+    def full_scores(self, sentence, bos: bool = True, eos: bool = True) -> Iterator[tuple]:
+        """``(log10 p, n-gram length, oov)`` for every word of ``sentence`` (and ``</s>`` with ``eos``)."""
+        return iter(self._sentence(sentence, bos, eos, True))
+
+    def perplexity(self, sentence) -> float:
+        """10 ** (-score / (words + 1)): the sentence end counts, as in kenlm."""
+        words = len((sentence.encode("utf-8") if isinstance(sentence, str) else sentence).split()) + 1  # kenlm's split
+        return math.pow(10.0, -self.score(sentence) / words)
+
+
+class LanguageModel(Model):
+    """kenlm's old name of :class:`Model`."""
