@@ -8,9 +8,10 @@ Without --arpa it builds the PTB MKN 5-gram (NGRAMLM_DATA_DIR or ../shared/corpo
   build-binary`` on the same ARPA, wall seconds (medians of --repeat runs), and whether the two files
   are byte-identical;
 * loading + scoring the test text in fresh processes (medians of --repeat), so peak RSS is the
-  file's own: the kenlm module (its ``score`` per sentence) and ngramlm (``load_any`` + ``encode`` +
-  ``token_scores``, what ``ngramlm ppl`` runs), wall and peak RSS, the largest per-token difference,
-  and apart from load + score the import of each library (numpy and the toolkit against one module);
+  file's own: the kenlm module (``Model`` and its ``score`` per sentence); ``ngramlm.kenlm``, its
+  stand-in, in the same loop; and the toolkit's whole-text path (``load_any`` + ``encode`` +
+  ``token_scores``, what ``ngramlm ppl`` runs): wall and peak RSS, the largest per-token difference,
+  and apart from load + score the import of each library;
 * the ``BaseScore`` loop a beam-search decoder runs, microseconds per call, ours / kenlm (medians).
 
 Without build_binary the binaries are written by ngramlm alone and the comparison rows say so.
@@ -48,11 +49,13 @@ def rss(field):  # VmHWM, not ru_maxrss: Linux carries a forked parent's peak in
 t0 = time.perf_counter()
 if which == "kenlm":
     import kenlm
+elif which == "ngramlm.kenlm":  # the stand-in: the same API, the same loop
+    import ngramlm.kenlm as kenlm
 else:
     from ngramlm.loading import load_any
 t1 = time.perf_counter()
 rss_import = rss("VmRSS")
-if which == "kenlm":
+if which in ("kenlm", "ngramlm.kenlm"):
     m = kenlm.Model(path)
     t2 = time.perf_counter()
     total = sum(m.score(l) for l in lines)
@@ -68,16 +71,17 @@ print(json.dumps({{"import": t1 - t0, "load": t2 - t1, "score": t3 - t2, "total"
 
 
 def _fresh(path: str, text: str, repeat: int) -> tuple:
-    """Load + score in ``repeat`` fresh processes each for ngramlm and the kenlm module, alternated:
-    per library the median of each time and the largest peak RSS."""
-    runs = {"ngramlm": [], "kenlm": []}
+    """Load + score in ``repeat`` fresh processes each for the kenlm module, its stand-in
+    ``ngramlm.kenlm`` and the toolkit's whole-text path, alternated: per way the median of each time
+    and the largest peak RSS."""
+    runs = {"ngramlm.kenlm": [], "ngramlm": [], "kenlm": []}
     for _ in range(repeat):
         for which in runs:
             out = subprocess.run([sys.executable, "-c", _LOAD_SCORE.format(root=str(ROOT)), which, path, text],
                                  capture_output=True, text=True, check=True)
             runs[which].append(json.loads(out.stdout.strip().splitlines()[-1]))
     res = []
-    for which in ("ngramlm", "kenlm"):
+    for which in ("ngramlm.kenlm", "ngramlm", "kenlm"):
         rs = runs[which]
         med = {k: float(sorted(r[k] for r in rs)[len(rs) // 2]) for k in ("import", "load", "score")}
         res.append({**med, "total": rs[0]["total"], "rss_mb": max(r["rss_mb"] for r in rs),
@@ -151,25 +155,33 @@ def main(arpa, text, kenlm_bin, loop_words, repeat, out):
             row["byte_identical"] = ours_path.read_bytes() == ref_path.read_bytes()
         else:
             ref_path = ours_path
-        a, b = _fresh(str(ref_path), text, repeat)
+        a, c, b = _fresh(str(ref_path), text, repeat)  # ngramlm.kenlm, ngramlm's whole text, kenlm
         row.update({"load_score_ours_s": a["load"] + a["score"], "load_score_kenlm_s": b["load"] + b["score"],
                     "import_ours_s": a["import"], "import_kenlm_s": b["import"],
                     "load_ours_s": a["load"], "load_kenlm_s": b["load"],
                     "score_ours_s": a["score"], "score_kenlm_s": b["score"],
                     "rss_ours_mb": a["rss_mb"], "rss_kenlm_mb": b["rss_mb"],
                     "model_rss_ours_mb": a["model_mb"], "model_rss_kenlm_mb": b["model_mb"],
-                    "log10_total_ours": a["total"], "log10_total_kenlm": b["total"]})
-        ours_m, ref_m = Model(str(ref_path)), kenlm.Model(str(ref_path))
+                    "log10_total_ours": a["total"], "log10_total_kenlm": b["total"],
+                    "whole_text": {"import_s": c["import"], "load_s": c["load"], "score_s": c["score"],
+                                   "rss_mb": c["rss_mb"], "model_rss_mb": c["model_mb"], "log10_total": c["total"]}})
+        import ngramlm.kenlm as light
+
+        ours_m, light_m, ref_m = Model(str(ref_path)), light.Model(str(ref_path)), kenlm.Model(str(ref_path))
         diff = 0.0
+        light_equal = True
         for ln in lines[:2000]:
-            x = np.array([s[0] for s in ours_m.full_scores(ln)])
-            y = np.array([s[0] for s in ref_m.full_scores(ln)])
-            diff = max(diff, float(np.abs(x - y).max()))
+            y = [s[0] for s in ref_m.full_scores(ln)]
+            diff = max(diff, float(np.abs(np.array([s[0] for s in ours_m.full_scores(ln)]) - np.array(y)).max()))
+            light_equal &= [s[0] for s in light_m.full_scores(ln)] == y and light_m.score(ln) == ref_m.score(ln)
         row["max_token_diff"] = diff
-        loops = [(_base_score_loop(ours_m, State, words), _base_score_loop(ref_m, kenlm.State, words))
-                 for _ in range(repeat)]  # alternated, so a slow spell of the machine hits both
-        row["base_score_us_ours"] = sorted(a for a, _ in loops)[repeat // 2]
-        row["base_score_us_kenlm"] = sorted(b for _, b in loops)[repeat // 2]
+        row["light_equal_to_the_bit"] = light_equal
+        loops = [(_base_score_loop(ours_m, State, words), _base_score_loop(light_m, light.State, words),
+                  _base_score_loop(ref_m, kenlm.State, words))
+                 for _ in range(repeat)]  # alternated, so a slow spell of the machine hits all
+        row["base_score_us_ours"] = sorted(x[0] for x in loops)[repeat // 2]
+        row["base_score_us_light"] = sorted(x[1] for x in loops)[repeat // 2]
+        row["base_score_us_kenlm"] = sorted(x[2] for x in loops)[repeat // 2]
         results["rows"].append(row)
         click.echo(f"\n{row['file']}:")
         if bb:
@@ -178,17 +190,23 @@ def main(arpa, text, kenlm_bin, loop_words, repeat, out):
                        f"  ({row['bytes_ours']:,} / {row['bytes_kenlm']:,} bytes)")
         else:
             click.echo(f"  write   ours {w_ours:6.2f} s  ({row['bytes_ours']:,} bytes)")
-        click.echo(f"  load+score  ours {row['load_score_ours_s']:6.3f} s  kenlm {row['load_score_kenlm_s']:6.3f} s  "
-                   f"ratio {row['load_score_ours_s'] / row['load_score_kenlm_s']:.2f}  (load {a['load']:.3f} / "
-                   f"{b['load']:.3f} s, score {a['score']:.3f} / {b['score']:.3f} s; medians of {repeat})")
-        click.echo(f"  import      ours {a['import']:6.3f} s  kenlm {b['import']:6.3f} s  (not in load+score: "
-                   f"numpy and the toolkit against one extension module)")
-        click.echo(f"  peak RSS    ours {a['rss_mb']:6.1f} MB kenlm {b['rss_mb']:6.1f} MB ratio {a['rss_mb'] / b['rss_mb']:.2f}"
-                   f"  (above the RSS after import: ours {a['model_mb']:.1f} MB kenlm {b['model_mb']:.1f} MB ratio "
-                   f"{a['model_mb'] / b['model_mb']:.2f})")
-        click.echo(f"  log10 total ours {a['total']:.4f} kenlm {b['total']:.4f}; max per-token difference {diff:.2e}")
-        click.echo(f"  BaseScore   ours {row['base_score_us_ours']:.3f} us  kenlm {row['base_score_us_kenlm']:.3f} us  "
-                   f"ratio {row['base_score_us_ours'] / row['base_score_us_kenlm']:.2f}")
+        click.echo(f"  load+score  ngramlm.kenlm {row['load_score_ours_s']:6.3f} s  kenlm {row['load_score_kenlm_s']:6.3f} s  "
+                   f"ratio {row['load_score_ours_s'] / row['load_score_kenlm_s']:.2f}  (load {a['load']:.4f} / "
+                   f"{b['load']:.4f} s, score {a['score']:.3f} / {b['score']:.3f} s; medians of {repeat})")
+        click.echo(f"  peak RSS    ngramlm.kenlm {a['rss_mb']:6.1f} MB kenlm {b['rss_mb']:6.1f} MB ratio "
+                   f"{a['rss_mb'] / b['rss_mb']:.2f}  (above the RSS after import: {a['model_mb']:.1f} / "
+                   f"{b['model_mb']:.1f} MB)")
+        click.echo(f"  import      ngramlm.kenlm {a['import']:6.3f} s  kenlm {b['import']:6.3f} s  (not in load+score)")
+        click.echo(f"  whole text  ngramlm load_any + token_scores (ngramlm ppl's path): load+score "
+                   f"{c['load'] + c['score']:6.3f} s ratio {(c['load'] + c['score']) / row['load_score_kenlm_s']:.2f}, "
+                   f"peak RSS {c['rss_mb']:.1f} MB ratio {c['rss_mb'] / b['rss_mb']:.2f} (numpy and the toolkit: import "
+                   f"{c['import']:.3f} s)")
+        click.echo(f"  log10 total ngramlm.kenlm {a['total']:.4f} kenlm {b['total']:.4f}; every score and "
+                   f"per-token value equal: {light_equal}; ngramlm.Model's largest per-token difference {diff:.2e}")
+        click.echo(f"  BaseScore   ngramlm.Model {row['base_score_us_ours']:.3f} us  ngramlm.kenlm "
+                   f"{row['base_score_us_light']:.3f} us  kenlm {row['base_score_us_kenlm']:.3f} us  ratios "
+                   f"{row['base_score_us_ours'] / row['base_score_us_kenlm']:.2f} / "
+                   f"{row['base_score_us_light'] / row['base_score_us_kenlm']:.2f}")
     if out:
         Path(out).write_text(json.dumps(results, indent=2))
     shutil.rmtree(tmp, ignore_errors=True)

@@ -67,6 +67,7 @@ cdef extern from *:
 cdef enum:
     MAX_ORDER = 12
     SMALL_RUN = 256  # a sentence of up to this many tokens is scored from buffers on the stack
+    PROBE_AHEAD = 16  # positions whose probing buckets are prefetched before they are searched
 cdef uint64_t FIB = 0x9E3779B97F4A7C15ULL
 
 
@@ -1063,6 +1064,11 @@ cdef class _StateModel:
             self._score_run(&tokens[0], &pos[0], T, &lpv[0], &mv[0])
         return out_lp, out_m
 
+    cdef void _ahead(self, const int64_t* tokens, const int64_t* pos, Py_ssize_t t) noexcept:
+        """Called PROBE_AHEAD positions before position ``t`` is scored: a table may prefetch what its
+        search there will read."""
+        pass
+
     cdef void _score_run(self, const int64_t* tokens, const int64_t* pos, Py_ssize_t T, double* lpv,
                          int8_t* mv) noexcept:
         """score_padded's work over plain arrays (checked ids): one state after another."""
@@ -1072,7 +1078,11 @@ cdef class _StateModel:
         cdef State x
         cdef int m
         cdef int64_t w
+        for t in range(min(T, PROBE_AHEAD)):
+            self._ahead(tokens, pos, t)
         for t in range(T):
+            if t + PROBE_AHEAD < T:
+                self._ahead(tokens, pos, t + PROBE_AHEAD)
             w = tokens[t]
             if pos[t] == 0:
                 # A sentence's first token (<s>) is history only: BeginSentenceWrite with that word.
@@ -1643,6 +1653,16 @@ def through_text7(const double[:] x, bint arithmetic=True):
 
 
 # ----------------------------------------------------------------------------- KenLM's vocabulary: words by their hash
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define ngramlm_prefetch(p) __builtin_prefetch((const void*)(p))
+    #else
+    #define ngramlm_prefetch(p) ((void)0)
+    #endif
+    """
+    void _prefetch "ngramlm_prefetch"(const void* p) nogil
+
 cdef inline uint64_t _murmur64a(const char* key, Py_ssize_t n) noexcept nogil:
     """MurmurHash64A with seed 0 (Austin Appleby's public-domain hash), which KenLM keys its
     vocabulary with; as ``ngramlm.kenlm_write.murmur_hash64a``.  Little-endian, as the files are."""
@@ -1887,6 +1907,22 @@ cdef class ProbingTables(_KenlmTables):
             if b == nb:
                 b = 0
 
+    cdef void _ahead(self, const int64_t* tokens, const int64_t* pos, Py_ssize_t t) noexcept:
+        """Prefetch every bucket the search at position ``t`` can probe: the keys depend on the words
+        alone, not on what earlier searches found, so the searches find them arriving."""
+        cdef int i, hist = 0, n = self.n
+        cdef uint64_t node = <uint64_t>self.to_k[tokens[t]]
+        _prefetch(&self.uni[node])
+        if pos[t] != 0:
+            while hist < n - 1 and t - hist - 1 >= 0 and pos[t - hist] == pos[t - hist - 1] + 1:
+                hist += 1
+        for i in range(hist):
+            node = _kcombine(node, <uint64_t>self.to_k[tokens[t - 1 - i]])
+            if i + 2 == n:
+                _prefetch(&self.longest[node % self.lsize])
+            else:
+                _prefetch(&self.mid[i + 2][node % self.msize[i + 2]])
+
     cdef double _score(self, State s, int64_t w, State out, int* matched) noexcept:
         cdef int n = self.n, j = s.length, i, k, m = 1, keep, ncb = 0
         cdef float cb[MAX_ORDER]
@@ -1989,16 +2025,6 @@ cdef struct _TWalk:  # one position's search in flight
     int64_t key, lo, hi, vlo, vhi, at
     float prob
     float nb[MAX_ORDER]
-
-cdef extern from *:
-    """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define ngramlm_prefetch(p) __builtin_prefetch((const void*)(p))
-    #else
-    #define ngramlm_prefetch(p) ((void)0)
-    #endif
-    """
-    void _prefetch "ngramlm_prefetch"(const void* p) nogil
 
 cdef packed struct _TUni:
     float prob
