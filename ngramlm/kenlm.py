@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Iterator
 
 from . import accel
 from .kenlm_format import BinaryFile, _trie_config, looks_like_kenlm_binary, probing_layout, trie_layout, \
@@ -187,7 +186,7 @@ class Model:
         """Total log10 probability of ``sentence`` (float32 sums, as kenlm's)."""
         return self._sentence(sentence, bos, eos, False)
 
-    def full_scores(self, sentence, bos: bool = True, eos: bool = True) -> Iterator[tuple]:
+    def full_scores(self, sentence, bos: bool = True, eos: bool = True):
         """``(log10 p, n-gram length, oov)`` for every word of ``sentence`` (and ``</s>`` with ``eos``)."""
         return iter(self._sentence(sentence, bos, eos, True))
 

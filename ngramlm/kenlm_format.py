@@ -12,8 +12,6 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-from dataclasses import dataclass, field
-from typing import Optional
 
 from corpora.errors import InputError
 
@@ -65,15 +63,18 @@ def header_size(order: int) -> int:
     return align8(_SANITY.size + _FIXED.size + 8 * order)
 
 
-@dataclass
 class Header:
-    order: int
-    probing_multiplier: float
-    model_type: int
-    has_vocabulary: bool
-    search_version: int
-    counts: list
-    path: str = ""
+    """The fixed header's parameters.  (Plain classes here, not dataclasses: importing dataclasses
+    would double the import time of ``ngramlm.kenlm``.)"""
+
+    def __init__(self, *, order: int, probing_multiplier: float, model_type: int, has_vocabulary: bool,
+                 search_version: int, counts: list, path: str = "") -> None:
+        self.order, self.probing_multiplier, self.model_type = order, probing_multiplier, model_type
+        self.has_vocabulary, self.search_version, self.counts, self.path = has_vocabulary, search_version, counts, path
+
+    def __repr__(self) -> str:
+        return (f"Header(order={self.order}, model_type={self.model_type} ({self.name}), counts={self.counts}, "
+                f"path={self.path!r})")
 
     @property
     def size(self) -> int:
@@ -146,22 +147,19 @@ def _chop_bits(max_offset: int, max_next: int, config_bits: int) -> int:
     return best
 
 
-@dataclass
 class TrieLayout:
     """Where each part of a trie file is, and how wide its fields are (for readers and writers)."""
-    order: int
-    counts: list
-    quant: Optional[tuple]  # (prob_bits, backoff_bits) or None
-    array_bits: Optional[int]  # configured pointer compression bits (-a) or None
-    word_bits: int = 0
-    quant_offset: int = 0
-    unigram_offset: int = 0
-    middles: list = field(default_factory=list)  # per order 2..n-1: dict of offsets and widths
-    longest: dict = field(default_factory=dict)
-    end: int = 0
+
+    def __init__(self, *, order: int, counts: list, quant: tuple | None, array_bits: int | None) -> None:
+        self.order, self.counts = order, counts
+        self.quant = quant  # (prob_bits, backoff_bits) or None
+        self.array_bits = array_bits  # configured pointer compression bits (-a) or None
+        self.word_bits = self.quant_offset = self.unigram_offset = self.end = 0
+        self.middles: list = []  # per order 2..n-1: dict of offsets and widths
+        self.longest: dict = {}
 
 
-def trie_layout(order: int, counts: list, start: int, *, quant: Optional[tuple], array_bits: Optional[int]) -> TrieLayout:
+def trie_layout(order: int, counts: list, start: int, *, quant: tuple | None, array_bits: int | None) -> TrieLayout:
     """The byte layout of a trie search structure beginning at file offset ``start``."""
     L = TrieLayout(order=order, counts=list(counts), quant=quant, array_bits=array_bits)
     L.word_bits = required_bits(counts[0])
