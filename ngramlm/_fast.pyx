@@ -395,18 +395,22 @@ def section_end(bytes buf, Py_ssize_t start):
 
 def parse_unigrams(bytes buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t expected, bint top):
     """The 1-gram section: (probs, backoffs, word starts, word lengths), or None if anything is unusual."""
-    return _parse(buf, start, end, 1, expected, top, None, None, None, 0)
+    return _parse(buf, start, end, 1, expected, top, None, None, None, 0, True)
 
 
 def parse_section(bytes buf, Py_ssize_t start, Py_ssize_t end, int k, Py_ssize_t expected, bint top,
-                  WordTable words, list keys, list index, int64_t V):
+                  WordTable words, list keys, list index, int64_t V, bint exact=True):
     """A k-gram section: (probs, backoffs, packed keys), or None if anything is unusual (a field count,
     a number, a word that is not a unigram, a context that is not an n-gram): the careful parser then
     names the line.  A key is (row of the first k-1 words in order k-1) * V + last word id, the context
     row found by walking the orders below: through their hash (index[j-1], a KeyIndex of order j) where
     one is given, else by galloping through their sorted keys (keys[j-1]) -- fast only when the file
-    lists n-grams in prefix order, as this toolkit writes them."""
-    return _parse(buf, start, end, k, expected, top, words, keys, index, V)
+    lists n-grams in prefix order, as this toolkit writes them.
+
+    The lines are read without the GIL, so two threads can parse two parts of one section at once
+    (each part starting at a line): with ``exact`` False a part may hold fewer than ``expected``
+    rows (blank lines), and the arrays returned are that long."""
+    return _parse(buf, start, end, k, expected, top, words, keys, index, V, exact)
 
 
 cdef inline int64_t _seek(const int64_t* a, Py_ssize_t n, Py_ssize_t* cur, int64_t q) noexcept nogil:
@@ -438,7 +442,7 @@ cdef inline int64_t _seek(const int64_t* a, Py_ssize_t n, Py_ssize_t* cur, int64
 
 
 cdef object _parse(bytes buf, Py_ssize_t start, Py_ssize_t end, int k, Py_ssize_t expected, bint top,
-                   WordTable words, list sorted_keys, list index, int64_t V):
+                   WordTable words, list sorted_keys, list index, int64_t V, bint exact):
     cdef const char* b = PyBytes_AS_STRING(buf)
     cdef const char* p = b + start
     cdef const char* e = b + end
@@ -461,7 +465,7 @@ cdef object _parse(bytes buf, Py_ssize_t start, Py_ssize_t end, int k, Py_ssize_
     cdef const char* pws[MAX_ORDER]  # the previous line's words and their rows (see below)
     cdef Py_ssize_t pwl[MAX_ORDER]
     cdef int64_t prow[MAX_ORDER]
-    cdef bint same
+    cdef bint same, bad = False, has_words = words is not None
     for j in range(MAX_ORDER):
         pwl[j] = -1
     cdef const int64_t* sk[MAX_ORDER]
@@ -491,78 +495,101 @@ cdef object _parse(bytes buf, Py_ssize_t start, Py_ssize_t end, int k, Py_ssize_
                 hk[j - 1] = kh.keys
                 hr[j - 1] = kh.rows
                 hs[j - 1] = kh.size
-    while p < e:
-        if p[0] == b'\n':  # blank line
-            p += 1
-            continue
-        if row >= expected:
-            return None
-        p = _number(p, e, &prob)
-        if p == NULL or prob > 0:
-            return None
-        for j in range(k):
-            if p >= e or not _is_sep(p[0]):
-                return None
-            while p < e and _is_sep(p[0]):
+    with nogil:
+        while p < e:
+            if p[0] == b'\n':  # blank line
                 p += 1
-            w = p
-            while p < e and not _is_sep(p[0]) and p[0] != b'\n':
-                p += 1
-            if p == w:
-                return None
-            ws[j] = w
-            wl[j] = p - w
-        if words is None:
-            wstart[row] = ws[0] - b
-            wlen[row] = <int32_t>wl[0]
-        else:
-            # Sorted files list n-grams sharing a prefix together: where this line's first j+1
-            # words are the previous line's, byte for byte, their row is already known, so the
-            # trie walk starts below the shared prefix.
-            same = True
-            for j in range(k - 1):
-                if same and wl[j] == pwl[j] and memcmp(ws[j], pws[j], wl[j]) == 0:
-                    continue
-                same = False
-                wid = words._find(ws[j], wl[j])
-                if wid < 0:
-                    return None
-                if j == 0:
-                    prow[0] = wid
-                else:  # one step down the trie: the row of the first j+1 words in order j+1
-                    if hk[j] != NULL:
-                        prow[j] = _hfind(hk[j], hr[j], hs[j], prow[j - 1] * V + wid)
-                    else:
-                        prow[j] = _seek(sk[j], sn[j], &cur[j], prow[j - 1] * V + wid)
-                    if prow[j] < 0:
-                        return None
-                pws[j] = ws[j]
-                pwl[j] = wl[j]
-            ctx = prow[k - 2]
-            wid = words._find(ws[k - 1], wl[k - 1])
-            if wid < 0:
-                return None
-            keys[row] = ctx * V + wid
-        bo = 0.0
-        if p < e and _is_sep(p[0]):
-            while p < e and _is_sep(p[0]):
-                p += 1
-            if p < e and p[0] != b'\n':
-                if top:
-                    return None
-                p = _number(p, e, &bo)
-                if p == NULL:
-                    return None
+                continue
+            if row >= expected:
+                bad = True
+                break
+            p = _number(p, e, &prob)
+            if p == NULL or prob > 0:
+                bad = True
+                break
+            for j in range(k):
+                if p >= e or not _is_sep(p[0]):
+                    bad = True
+                    break
                 while p < e and _is_sep(p[0]):
                     p += 1
-        if p < e and p[0] != b'\n':
-            return None
-        p += 1
-        probs[row] = prob
-        bos[row] = bo
-        row += 1
-    if row != expected:
+                w = p
+                while p < e and not _is_sep(p[0]) and p[0] != b'\n':
+                    p += 1
+                if p == w:
+                    bad = True
+                    break
+                ws[j] = w
+                wl[j] = p - w
+            if bad:
+                break
+            if not has_words:
+                wstart[row] = ws[0] - b
+                wlen[row] = <int32_t>wl[0]
+            else:
+                # Sorted files list n-grams sharing a prefix together: where this line's first j+1
+                # words are the previous line's, byte for byte, their row is already known, so the
+                # trie walk starts below the shared prefix.
+                same = True
+                for j in range(k - 1):
+                    if same and wl[j] == pwl[j] and memcmp(ws[j], pws[j], wl[j]) == 0:
+                        continue
+                    same = False
+                    wid = words._find(ws[j], wl[j])
+                    if wid < 0:
+                        bad = True
+                        break
+                    if j == 0:
+                        prow[0] = wid
+                    else:  # one step down the trie: the row of the first j+1 words in order j+1
+                        if hk[j] != NULL:
+                            prow[j] = _hfind(hk[j], hr[j], hs[j], prow[j - 1] * V + wid)
+                        else:
+                            prow[j] = _seek(sk[j], sn[j], &cur[j], prow[j - 1] * V + wid)
+                        if prow[j] < 0:
+                            bad = True
+                            break
+                    pws[j] = ws[j]
+                    pwl[j] = wl[j]
+                if bad:
+                    break
+                ctx = prow[k - 2]
+                wid = words._find(ws[k - 1], wl[k - 1])
+                if wid < 0:
+                    bad = True
+                    break
+                keys[row] = ctx * V + wid
+            bo = 0.0
+            if p < e and _is_sep(p[0]):
+                while p < e and _is_sep(p[0]):
+                    p += 1
+                if p < e and p[0] != b'\n':
+                    if top:
+                        bad = True
+                        break
+                    p = _number(p, e, &bo)
+                    if p == NULL:
+                        bad = True
+                        break
+                    while p < e and _is_sep(p[0]):
+                        p += 1
+            if p < e and p[0] != b'\n':
+                bad = True
+                break
+            p += 1
+            probs[row] = prob
+            bos[row] = bo
+            row += 1
+    if bad:
         return None
+    if row != expected:
+        if exact:
+            return None
+        probs_a, bos_a = probs_a[:row], bos_a[:row]
+        if words is None:
+            wstart_a, wlen_a = wstart_a[:row], wlen_a[:row]
+        else:
+            keys_a = keys_a[:row]
     if words is None:
         return probs_a, bos_a, wstart_a, wlen_a
     return probs_a, bos_a, keys_a

@@ -53,6 +53,13 @@ def murmur_hash64a(data: bytes, seed: int = 0) -> int:
     return h
 
 
+def _word_hash(data: bytes) -> int:
+    """murmur_hash64a, compiled where the extension is (a PTB vocabulary: 1 ms against 13)."""
+    from . import accel
+
+    return accel.fast.murmur_hash64a(data) if accel.fast is not None else murmur_hash64a(data)
+
+
 @dataclass
 class BinaryOptions:
     """``build_binary``'s options that shape the file."""
@@ -254,7 +261,7 @@ def _encode_backoff(centres: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 def _sorted_vocab(words: list) -> tuple:
     """KenLM's trie vocabulary: <unk> is 0, the rest numbered in the order of their hashes."""
-    hashes = np.array([murmur_hash64a(w.encode("utf-8")) for w in words], dtype=np.uint64)
+    hashes = np.array([_word_hash(w.encode("utf-8")) for w in words], dtype=np.uint64)
     is_unk = np.array([w in ("<unk>", "<UNK>") for w in words])
     if is_unk.sum() != 1:
         raise InputError("KenLM needs exactly one <unk> in the vocabulary", fix="train with the default vocabulary")
@@ -636,7 +643,7 @@ def probing_bytes(model, opts: BinaryOptions) -> bytes:
     ours_to_k = np.zeros(len(itos), dtype=np.int64)
     ours_to_k[uni_ids] = kid
     vb = probing_buckets(c0, mult)
-    hashes = np.array([murmur_hash64a(w.encode("utf-8")) for w, u in zip(words, is_unk) if not u], dtype=np.uint64)
+    hashes = np.array([_word_hash(w.encode("utf-8")) for w, u in zip(words, is_unk) if not u], dtype=np.uint64)
     vkeys, vat = _probing_insert(vb, hashes)
     ventries = np.zeros(vb, dtype=np.dtype([("key", "<u8"), ("value", "<u4")]))
     ventries["key"] = vkeys
