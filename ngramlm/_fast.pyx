@@ -395,22 +395,18 @@ def section_end(bytes buf, Py_ssize_t start):
 
 def parse_unigrams(bytes buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t expected, bint top):
     """The 1-gram section: (probs, backoffs, word starts, word lengths), or None if anything is unusual."""
-    return _parse(buf, start, end, 1, expected, top, None, None, None, 0, True)
+    return _parse(buf, start, end, 1, expected, top, None, None, None, 0)
 
 
 def parse_section(bytes buf, Py_ssize_t start, Py_ssize_t end, int k, Py_ssize_t expected, bint top,
-                  WordTable words, list keys, list index, int64_t V, bint exact=True):
+                  WordTable words, list keys, list index, int64_t V):
     """A k-gram section: (probs, backoffs, packed keys), or None if anything is unusual (a field count,
     a number, a word that is not a unigram, a context that is not an n-gram): the careful parser then
     names the line.  A key is (row of the first k-1 words in order k-1) * V + last word id, the context
     row found by walking the orders below: through their hash (index[j-1], a KeyIndex of order j) where
     one is given, else by galloping through their sorted keys (keys[j-1]) -- fast only when the file
-    lists n-grams in prefix order, as this toolkit writes them.
-
-    The lines are read without the GIL, so two threads can parse two parts of one section at once
-    (each part starting at a line): with ``exact`` False a part may hold fewer than ``expected``
-    rows (blank lines), and the arrays returned are that long."""
-    return _parse(buf, start, end, k, expected, top, words, keys, index, V, exact)
+    lists n-grams in prefix order, as this toolkit writes them.  The lines are read without the GIL."""
+    return _parse(buf, start, end, k, expected, top, words, keys, index, V)
 
 
 cdef inline int64_t _seek(const int64_t* a, Py_ssize_t n, Py_ssize_t* cur, int64_t q) noexcept nogil:
@@ -442,7 +438,7 @@ cdef inline int64_t _seek(const int64_t* a, Py_ssize_t n, Py_ssize_t* cur, int64
 
 
 cdef object _parse(bytes buf, Py_ssize_t start, Py_ssize_t end, int k, Py_ssize_t expected, bint top,
-                   WordTable words, list sorted_keys, list index, int64_t V, bint exact):
+                   WordTable words, list sorted_keys, list index, int64_t V):
     cdef const char* b = PyBytes_AS_STRING(buf)
     cdef const char* p = b + start
     cdef const char* e = b + end
@@ -583,13 +579,7 @@ cdef object _parse(bytes buf, Py_ssize_t start, Py_ssize_t end, int k, Py_ssize_
     if bad:
         return None
     if row != expected:
-        if exact:
-            return None
-        probs_a, bos_a = probs_a[:row], bos_a[:row]
-        if words is None:
-            wstart_a, wlen_a = wstart_a[:row], wlen_a[:row]
-        else:
-            keys_a = keys_a[:row]
+        return None
     if words is None:
         return probs_a, bos_a, wstart_a, wlen_a
     return probs_a, bos_a, keys_a

@@ -663,34 +663,6 @@ def _tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded: Optional[str] =
                        log10_backoff=bo_l, missing_backoff=0.0, is_distribution=True)
 
 
-# A section bigger than this is parsed in two parts on two threads (the compiled parser runs without
-# the GIL); smaller ones are not worth a thread's start.
-_SPLIT_BYTES = 4 << 20
-
-
-def _parse_section_parts(fast, raw: bytes, start: int, end: int, k: int, expected: int, top: bool, words, keys_l,
-                         index, V: int):
-    """``fast.parse_section`` of one k-gram section; a big one in two halves at once (split at a line
-    start), where there are two processors.  The rows come back in the file's order either way."""
-    import threading
-
-    mid = raw.find(b"\n", (start + end) // 2, end) + 1
-    if end - start < _SPLIT_BYTES or (os.cpu_count() or 1) < 2 or not start < mid < end:
-        return fast.parse_section(raw, start, end, k, expected, top, words, keys_l, index, V)
-    parts = [None, None]
-
-    def second():
-        parts[1] = fast.parse_section(raw, mid, end, k, expected, top, words, keys_l, index, V, False)
-
-    t = threading.Thread(target=second, name="arpa-parse", daemon=True)
-    t.start()
-    parts[0] = fast.parse_section(raw, start, mid, k, expected, top, words, keys_l, index, V, False)
-    t.join()
-    if parts[0] is None or parts[1] is None or len(parts[0][0]) + len(parts[1][0]) != expected:
-        return None  # the careful parser names the line
-    return tuple(np.concatenate([a, b]) for a, b in zip(*parts))
-
-
 def _read_arpa_fast(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: str = "<s>", eos_token: str = "</s>"):
     """The compiled reader: sections parsed from the bytes, no str per line or word.  None whenever
     anything is unusual -- the careful parser then reads the file and names the line."""
@@ -773,21 +745,27 @@ def _read_arpa_fast(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: st
     index = None
     for k in range(2, order + 1):
         start, end = sections[k - 1]
-        got = _parse_section_parts(fast, raw, start, end, k, declared[k - 1], k == order, words, keys_l, index, V)
+        got = fast.parse_section(raw, start, end, k, declared[k - 1], k == order, words, keys_l, index, V)
         if got is None:
             return None
         probs, bos, raw_keys = got
-        if k == 2 and order > 2 and len(raw_keys) > 1 and not np.all(raw_keys[1:] > raw_keys[:-1]):
+        in_order = len(raw_keys) < 2 or bool(np.all(raw_keys[1:] > raw_keys[:-1]))
+        if k == 2 and order > 2 and not in_order:
             index = [None] * order
-        perm = np.argsort(raw_keys)  # distinct keys (duplicates go to the careful parser): no need for stable
-        keys = raw_keys[perm]
+        if in_order:  # listed in key order (this toolkit's files): no sort, no copies
+            keys = raw_keys
+        else:
+            perm = np.argsort(raw_keys)  # distinct keys (duplicates go to the careful parser): no need for stable
+            keys = raw_keys[perm]
+            if len(keys) > 1 and (keys[1:] == keys[:-1]).any():
+                return None
+            probs, bos = probs[perm], bos[perm]
+            del perm
         del raw_keys
-        if len(keys) > 1 and (keys[1:] == keys[:-1]).any():
-            return None
         keys_l.append(keys)
-        lp_l.append(probs[perm])
-        bo_l.append(bos[perm] if k < order else np.zeros(0))
-        del perm, probs, bos
+        lp_l.append(probs)
+        bo_l.append(bos if k < order else np.zeros(0))
+        del probs, bos
         if index is not None and k < order:
             index[k - 1] = fast.KeyIndex(keys)
     recorded = _apply_meta(head, len(head), vocab, path)  # last, as in the careful parser: errors in its order

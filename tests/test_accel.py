@@ -11,7 +11,6 @@ import gzip
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -91,39 +90,6 @@ def test_unusual_layouts_read_the_same_either_way(toy, tmp_path, edit):
     got = read_arpa(out)
     assert np.allclose(got.token_scores(enc, oov=oov).log10_prob, base.token_scores(enc, oov=oov).log10_prob,
                        rtol=0, atol=0)
-
-
-@needs_ext
-def test_big_sections_parsed_in_two_halves_read_the_same(toy, tmp_path, monkeypatch):
-    """Sections past arpa._SPLIT_BYTES are parsed in two halves on two threads: the same tables, in
-    prefix order (this toolkit's), in KenLM's order (lmplz's file) and with blank lines inside
-    sections; a bad line in the second half still reaches the careful parser, which names it."""
-    import ngramlm.arpa as arpa_mod
-    from corpora.errors import InputError
-
-    calls = []
-    real = accel.fast.parse_section
-    monkeypatch.setattr(arpa_mod, "_SPLIT_BYTES", 64)
-    monkeypatch.setattr(arpa_mod.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(accel.fast, "parse_section", lambda *a: calls.append(a[1:3]) or real(*a), raising=False)
-    _, path = toy[0]["mkn4"]
-    kenlm_order = gzip.decompress((Path(__file__).parent / "data" / "toy3.kenlm.arpa.gz").read_bytes())
-    text = path.read_text(encoding="utf-8")
-    a, b = text.split("\\3-grams:\n", 1)
-    mid = b.index("\n", len(b) // 2) + 1
-    blanks = (a + "\\3-grams:\n" + b[:mid] + "\n\n" + b[mid:]).encode()
-    for raw in (path.read_bytes(), kenlm_order, blanks):
-        calls.clear()
-        fast = arpa_mod._read_arpa_fast(raw, "x.arpa")
-        assert fast is not None and len(calls) >= 2 * 2  # every section above the unigrams in two parts
-        _same_tables(fast, _read_arpa_careful(raw, "x.arpa"))
-    lines = text.split("\n")
-    at = next(i for i in range(len(lines) - 1, 0, -1) if lines[i].count(" ") == 2 and "\t" in lines[i])
-    lines[at] = lines[at].split("\t")[0] + "\tzzz_not_a_unigram the the"
-    out = tmp_path / "bad-late.arpa"
-    out.write_text("\n".join(lines), encoding="utf-8")
-    with pytest.raises(InputError, match=f":{at + 1}:.*not among the unigrams"):
-        read_arpa(out)
 
 
 @needs_ext
