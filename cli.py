@@ -219,10 +219,40 @@ def _exit_now(code: int, message: str | None = None) -> None:
     os._exit(code)
 
 
+def _tune_malloc() -> None:
+    """glibc's malloc, set for a program that makes and drops numpy arrays of tens of MB.
+
+    By default glibc serves each block above an adaptive threshold with a fresh mmap and hands
+    memory at the heap's top back to the kernel, so every big temporary is paged in anew: on the PTB
+    5-gram, `build-binary trie` took 87k page faults and 0.3-0.8 s of kernel time.  Freed memory kept
+    for reuse (a 32 MB mmap threshold, the most glibc allows; a 1 GB trim threshold; 256 MB of top
+    pad) cut its wall time from 1.21 to 0.85 s (medians of 6; build_binary 1.28 s) for about 17 %
+    more peak RSS.  Only for the program (never on import), and left alone where the user set a
+    MALLOC_* variable, set NGRAMLM_MALLOC=default, or runs another C library."""
+    import os
+
+    if os.environ.get("NGRAMLM_MALLOC") == "default" or any(k.startswith("MALLOC_") for k in os.environ):
+        return
+    try:
+        if not os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc"):
+            return
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt
+    except (AttributeError, OSError, ValueError):  # not glibc, or no confstr (Windows)
+        return
+    m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3  # glibc's malloc.h
+    mallopt(m_mmap_threshold, 32 << 20)
+    mallopt(m_trim_threshold, 1 << 30)
+    mallopt(m_top_pad, 256 << 20)
+
+
 def main(argv: list[str] | None = None) -> None:
     import signal
     import threading
 
+    if argv is None:  # run as the program
+        _tune_malloc()
     previous = {}
     if threading.current_thread() is threading.main_thread():
         _signals.update(fired=False, program=argv is None)
