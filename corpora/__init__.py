@@ -10,7 +10,7 @@ needs only ``corpora.errors`` (the kenlm stand-in, :mod:`ngramlm.kenlm`) does no
 """
 from __future__ import annotations
 
-import importlib
+from .lazy import lazy_exports
 
 # public name -> the submodule that defines it
 _EXPORTS = {
@@ -26,13 +26,4 @@ _EXPORTS = {
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-        globals()[name] = value  # looked up once
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -896,6 +896,16 @@ def _make_state(rows, hist):
     return s
 
 
+cdef inline const char* _utf8(object text, Py_ssize_t* n, str what) except NULL:
+    """The UTF-8 bytes of a str (cached in the object by Python) or of bytes, as kenlm takes both."""
+    if isinstance(text, str):
+        return PyUnicode_AsUTF8AndSize(text, n)
+    if isinstance(text, bytes):
+        n[0] = PyBytes_GET_SIZE(text)
+        return PyBytes_AS_STRING(text)
+    raise TypeError(f"a {what} is a str (or UTF-8 bytes), not {type(text).__name__}")
+
+
 cdef class _StateModel:
     """The kenlm-style state API over compiled tables: what ``Tables`` (this toolkit's hashes) and
     ``ProbingTables`` (a KenLM probing binary) share.  A subclass sets ``n``, ``stoi``, ``unk`` and
@@ -930,17 +940,11 @@ cdef class _StateModel:
         return PyLong_AsLongLong(<object>v)
 
     cdef int64_t _hash_wid(self, object word) except? -1:
-        cdef const char* p
         cdef Py_ssize_t n
+        cdef const char* p
         if self.hv == NULL:
             raise ValueError("this model has no vocabulary to look words up in")
-        if isinstance(word, str):
-            p = PyUnicode_AsUTF8AndSize(word, &n)
-        elif isinstance(word, bytes):
-            p = PyBytes_AS_STRING(word)
-            n = PyBytes_GET_SIZE(word)
-        else:
-            raise TypeError(f"a word is a str (or UTF-8 bytes), not {type(word).__name__}")
+        p = _utf8(word, &n, "word")
         return _hv_find(self.hv, self.hv_n, self.hv_probing, p, n)
 
     def sentence_text(self, sentence, bint bos, bint eos, bint full):
@@ -964,13 +968,7 @@ cdef class _StateModel:
         cdef list out
         if self.stoi is not None or self.hv == NULL:
             raise ValueError("sentence_text needs the binary's own vocabulary (use sentence() with words)")
-        if isinstance(sentence, str):
-            p = PyUnicode_AsUTF8AndSize(sentence, &n)
-        elif isinstance(sentence, bytes):
-            p = PyBytes_AS_STRING(sentence)
-            n = PyBytes_GET_SIZE(sentence)
-        else:
-            raise TypeError(f"a sentence is a str (or UTF-8 bytes), not {type(sentence).__name__}")
+        p = _utf8(sentence, &n, "sentence")
         cap = n // 2 + 3  # words are separated, so at most (n + 1) / 2 of them, plus <s> and </s>
         if cap > SMALL_RUN:
             heap = malloc(cap * (2 * sizeof(int64_t) + sizeof(double) + sizeof(int8_t)))

@@ -39,6 +39,7 @@ from corpora.errors import InputError
 from corpora.vocab import BOS_ID, EOS_ID, UNK_ID
 
 from . import accel
+from .kenlm import FullScoreReturn  # one class for both kenlm APIs
 from .loading import load_any  # noqa: F401 (also ngramlm.query.load_any, as before)
 from .scorer import Scorer
 from .smoothing import backoff_smoothers, named_list
@@ -70,18 +71,6 @@ class PyState:
 
 # The public State: the compiled one where the extension is built (Model's C path takes only it).
 State = accel.fast.State if accel.fast is not None else PyState
-
-
-class FullScoreReturn:
-    """What ``BaseFullScore`` returns (kenlm.FullScoreReturn): ``log_prob``, ``ngram_length``, ``oov``."""
-
-    __slots__ = ("log_prob", "ngram_length", "oov")
-
-    def __init__(self, log_prob: float, ngram_length: int, oov: bool) -> None:
-        self.log_prob, self.ngram_length, self.oov = log_prob, ngram_length, oov
-
-    def __repr__(self) -> str:
-        return f"FullScoreReturn(log_prob={self.log_prob}, ngram_length={self.ngram_length}, oov={self.oov})"
 
 
 class Model:

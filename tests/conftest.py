@@ -46,6 +46,44 @@ def toy_dataset():
     return prepare(load_corpus("toy", toy_config=cfg))
 
 
+# The KenLM binary variants the tests write: build_binary's options (type, -q, -b, -a) by name.
+KENLM_VARIANTS = {"probing": ("probing", None, None, None), "trie": ("trie", None, None, None),
+                  "trie-q8-b8": ("trie", 8, 8, None), "trie-a22": ("trie", None, None, 22),
+                  "trie-q8-b8-a22": ("trie", 8, 8, 22), "trie-q5-b3-a255": ("trie", 5, 3, 255)}
+
+
+def kenlm_options(name: str):
+    from ngramlm.kenlm_write import BinaryOptions
+
+    kind, q, b, a = KENLM_VARIANTS[name]
+    return BinaryOptions(kind=kind, prob_bits=q, backoff_bits=b, array_bits=a)
+
+
+@pytest.fixture(scope="session")
+def kenlm_toy(tmp_path_factory):
+    """A 4-gram MKN model of the toy language, its ARPA file, every KenLM binary variant this toolkit
+    writes (KENLM_VARIANTS), test lines with OOV words: the KenLM-binary tests' model."""
+    from corpora import load_corpus, prepare
+    from corpora.toy import ToyConfig
+    from ngramlm import NgramLM
+    from ngramlm.arpa import write_arpa
+    from ngramlm.kenlm_write import write_binary
+
+    ds = prepare(load_corpus("toy", toy_config=ToyConfig(n_train_tokens=40_000, n_valid_tokens=2000,
+                                                          n_test_tokens=3000)))
+    lm = NgramLM(order=4, smoothing="mkn").fit(ds["train"], vocab=ds.vocab)
+    d = tmp_path_factory.mktemp("kbin")
+    arpa = d / "toy4.arpa"
+    write_arpa(lm, arpa)
+    files = {}
+    for name in KENLM_VARIANTS:
+        files[name] = d / f"toy4.{name}.bin"
+        write_binary(lm, files[name], kenlm_options(name))
+    lines = [" ".join(s) for s in ds.corpus.sentences("test")][:150]
+    lines += ["zzqx unknownword " + lines[0], "<unk> <unk>", "", lines[1] + " zzqx " + lines[2]]
+    return {"lm": lm, "arpa": arpa, "files": files, "lines": lines, "dir": d}
+
+
 def needs(*modules: str):
     """Skip a test, saying which extra to install, where a module it needs is absent (a core-only
     install: ``pip install -e '.[test]'`` without the neural/report extras)."""

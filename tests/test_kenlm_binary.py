@@ -21,37 +21,15 @@ from ngramlm.kenlm_format import (MAGIC, BinaryFile, looks_like_kenlm_binary, re
 from ngramlm.kenlm_write import BinaryOptions, _encode, _make_bins, murmur_hash64a, write_binary
 from ngramlm.loading import load_any
 
-VARIANTS = {
-    "probing": BinaryOptions(kind="probing"),
-    "trie": BinaryOptions(),
-    "trie-q8-b8": BinaryOptions(prob_bits=8, backoff_bits=8),
-    "trie-a22": BinaryOptions(array_bits=22),
-    "trie-q8-b8-a22": BinaryOptions(prob_bits=8, backoff_bits=8, array_bits=22),
-    "trie-q5-b3-a255": BinaryOptions(prob_bits=5, backoff_bits=3, array_bits=255),
-}
+from conftest import KENLM_VARIANTS, kenlm_options
+
+VARIANTS = {name: kenlm_options(name) for name in KENLM_VARIANTS}
 
 
 @pytest.fixture(scope="module")
-def toy(tmp_path_factory):
-    """A 4-gram MKN model of the toy language, its ARPA file, every binary variant, test lines."""
-    from corpora import load_corpus, prepare
-    from corpora.toy import ToyConfig
-    from ngramlm import NgramLM
-    from ngramlm.arpa import write_arpa
-
-    ds = prepare(load_corpus("toy", toy_config=ToyConfig(n_train_tokens=40_000, n_valid_tokens=2000,
-                                                          n_test_tokens=3000)))
-    lm = NgramLM(order=4, smoothing="mkn").fit(ds["train"], vocab=ds.vocab)
-    d = tmp_path_factory.mktemp("kbin")
-    arpa = d / "toy4.arpa"
-    write_arpa(lm, arpa)
-    files = {}
-    for name, opts in VARIANTS.items():
-        files[name] = d / f"toy4.{name}.bin"
-        write_binary(lm, files[name], opts)
-    lines = [" ".join(s) for s in ds.corpus.sentences("test")][:150]
-    lines += ["zzqx unknownword " + lines[0], "<unk> <unk>", "", lines[1] + " zzqx " + lines[2]]
-    return {"lm": lm, "arpa": arpa, "files": files, "lines": lines, "dir": d}
+def toy(kenlm_toy):
+    """A 4-gram MKN model of the toy language, its ARPA file, every binary variant, test lines (conftest)."""
+    return kenlm_toy
 
 
 def _scores(model, lines):
