@@ -30,48 +30,11 @@ import math
 import os
 
 from . import accel
+from .kenlm_api import ARPALoadComplain, Config, FullScoreReturn, LoadMethod  # noqa: F401 (kenlm's names)
 from .kenlm_format import BinaryFile, _trie_config, looks_like_kenlm_binary, probing_layout, trie_layout, \
     trie_query_layout
 
 __all__ = ["Model", "LanguageModel", "State", "FullScoreReturn", "Config", "LoadMethod", "ARPALoadComplain"]
-
-
-class LoadMethod:
-    """How a binary is brought into memory (kenlm's names): every page at load (the default, as
-    kenlm's ``POPULATE_OR_READ``) or each page when first read (``LAZY``)."""
-    LAZY = 0
-    POPULATE_OR_LAZY = 1
-    POPULATE_OR_READ = 2
-    READ = 3
-    PARALLEL_READ = 4
-
-
-class ARPALoadComplain:
-    """kenlm's names; ARPA files load through :class:`ngramlm.Model`, which always checks them."""
-    ALL = 0
-    EXPENSIVE = 1
-    NONE = 2
-
-
-class Config:
-    """kenlm.Config: of its options only ``load_method`` changes what happens here."""
-
-    def __init__(self) -> None:
-        self.load_method = LoadMethod.POPULATE_OR_READ
-        self.show_progress = True
-        self.arpa_complain = ARPALoadComplain.ALL
-
-
-class FullScoreReturn:
-    """What ``BaseFullScore`` returns (kenlm.FullScoreReturn): ``log_prob``, ``ngram_length``, ``oov``."""
-
-    __slots__ = ("log_prob", "ngram_length", "oov")
-
-    def __init__(self, log_prob: float, ngram_length: int, oov: bool) -> None:
-        self.log_prob, self.ngram_length, self.oov = log_prob, ngram_length, oov
-
-    def __repr__(self) -> str:
-        return f"FullScoreReturn(log_prob={self.log_prob}, ngram_length={self.ngram_length}, oov={self.oov})"
 
 
 if accel.fast is not None:

@@ -236,3 +236,21 @@ def test_pyctcdecode_runs_on_it_as_on_kenlm(toy, tmp_path):
                                        unigrams=list(toy["words"]), alpha=0.5, beta=1.0)
     want = [(b[0], float(b[-1])) for b in dec.decode_beams(logits, beam_width=16)[:5]]
     assert [tuple(x) for x in json.loads(out.stdout)] == want
+
+
+def test_without_the_extension_a_binary_loads_as_the_toolkits_model():
+    """NGRAMLM_NO_EXT=1 (or no compiler at install): ngramlm.kenlm hands every file to ngramlm.Model,
+    whose numbers are the same, and its State is that model's."""
+    code = ("import sys; import ngramlm.kenlm as k; m = k.Model(sys.argv[1]); s, t = k.State(), k.State(); "
+            "m.BeginSentenceWrite(s); print(type(m).__module__, type(s).__name__, m.score('chex giga'), "
+            "m.BaseScore(s, 'chex', t))")
+    out = subprocess.run([sys.executable, "-c", code, str(DATA / "toy3s.trie.bin")], capture_output=True, text=True,
+                         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "NGRAMLM_NO_EXT": "1"})
+    assert out.returncode == 0, out.stderr
+    module, state, total, first = out.stdout.split()
+    m = lean.Model(DATA / "toy3s.trie.bin")
+    a, b = lean.State(), lean.State()
+    m.BeginSentenceWrite(a)
+    assert module == "ngramlm.query" and state == "PyState"
+    assert float(total) == pytest.approx(m.score("chex giga"), abs=1e-5)
+    assert float(first) == pytest.approx(m.BaseScore(a, "chex", b), abs=1e-6)
