@@ -74,7 +74,9 @@ class Model:
     def __init__(self, path, config: Config | None = None) -> None:
         config = config or Config()
         self.path = os.path.abspath(os.fspath(path))
-        self._file = BinaryFile(self.path, populate=config.load_method != LoadMethod.LAZY)
+        # Words are found by their hashes, as KenLM finds them: a file built without its vocabulary
+        # strings (build_binary -v) reads as well as any.
+        self._file = BinaryFile(self.path, populate=config.load_method != LoadMethod.LAZY, need_words=False)
         h = self._file.header
         buf = self._file.buf
         if h.kind == "trie":

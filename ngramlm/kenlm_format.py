@@ -203,9 +203,11 @@ def trie_layout(order: int, counts: list, start: int, *, quant: tuple | None, ar
 class BinaryFile:
     """A KenLM binary file mapped read-only: its header, vocabulary words and raw bytes."""
 
-    def __init__(self, path: os.PathLike | str, *, populate: bool = False) -> None:
+    def __init__(self, path: os.PathLike | str, *, populate: bool = False, need_words: bool = True) -> None:
         """``populate``: map every page now (Linux's MAP_POPULATE, as KenLM loads by default), one
-        read-ahead instead of a page fault per first touch while scoring."""
+        read-ahead instead of a page fault per first touch while scoring.  ``need_words``: refuse a
+        file built without its vocabulary strings (``build_binary -v``); a reader that finds words
+        by their hashes alone, as KenLM does, passes False."""
         self.path = os.fspath(path)
         if not os.path.exists(self.path):
             raise InputError("no such model file", path=self.path, fix="check the path")
@@ -219,7 +221,7 @@ class BinaryFile:
                 self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         self.buf = memoryview(self._mm)
         self.header = read_header(self.path, self.buf[:header_size(255)])
-        if not self.header.has_vocabulary:
+        if need_words and not self.header.has_vocabulary:
             raise InputError("this KenLM binary was built without its vocabulary strings, so its word ids cannot "
                              "be matched to words", path=self.path,
                              fix="rebuild it with build_binary's default (vocabulary included)")

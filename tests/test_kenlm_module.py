@@ -254,3 +254,25 @@ def test_without_the_extension_a_binary_loads_as_the_toolkits_model():
     assert module == "ngramlm.query" and state == "PyState"
     assert float(total) == pytest.approx(m.score("chex giga"), abs=1e-5)
     assert float(first) == pytest.approx(m.BaseScore(a, "chex", b), abs=1e-6)
+
+
+def test_a_file_without_its_vocabulary_strings_reads_as_kenlm_reads_it(toy, tmp_path):
+    """build_binary -v leaves the words' strings out; KenLM finds words by their hashes, and so does
+    ngramlm.kenlm (ngramlm.Model, which reads the strings, refuses such a file with the reason)."""
+    import importlib.util
+
+    from ngramlm.kenlm_write import BinaryOptions, write_binary
+
+    kenlm = importlib.import_module("kenlm") if importlib.util.find_spec("kenlm") else None
+    for kind in ("probing", "trie"):
+        path = tmp_path / f"novocab.{kind}.bin"
+        write_binary(toy["lm"], path, BinaryOptions(kind=kind, include_vocab=False))
+        bare, full = lean.Model(path), lean.Model(toy["files"][kind])
+        if kenlm is not None:  # the reference, where installed
+            ref = kenlm.Model(str(path))
+            assert [bare.score(line) for line in toy["lines"]] == [ref.score(line) for line in toy["lines"]]
+        assert os.path.getsize(path) < os.path.getsize(toy["files"][kind])
+        for line in toy["lines"]:
+            assert bare.score(line) == full.score(line) and list(bare.full_scores(line)) == list(full.full_scores(line))
+        with pytest.raises(InputError, match="without its vocabulary strings"):
+            ToolkitModel(path)
