@@ -29,6 +29,8 @@ from __future__ import annotations
 import math
 import os
 
+from corpora.errors import InputError
+
 from . import accel
 from .kenlm_api import ARPALoadComplain, Config, FullScoreReturn, LoadMethod  # noqa: F401 (kenlm's names)
 from .kenlm_format import BinaryFile, _trie_config, looks_like_kenlm_binary, probing_layout, trie_layout, \
@@ -117,8 +119,6 @@ class Model:
         self._sentence = self._tables.sentence_text
 
     def _damaged(self, message: str, fix: str):
-        from corpora.errors import InputError  # imported on the error path only
-
         raise InputError(message, path=self.path, fix=fix)
 
     # ------------------------------------------------------------------ kenlm.Model attributes
