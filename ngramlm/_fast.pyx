@@ -405,7 +405,7 @@ def parse_section(bytes buf, Py_ssize_t start, Py_ssize_t end, int k, Py_ssize_t
     names the line.  A key is (row of the first k-1 words in order k-1) * V + last word id, the context
     row found by walking the orders below: through their hash (index[j-1], a KeyIndex of order j) where
     one is given, else by galloping through their sorted keys (keys[j-1]) -- fast only when the file
-    lists n-grams in prefix order, as this toolkit writes them.  The lines are read without the GIL."""
+    lists n-grams in prefix order, as this toolkit writes them."""
     return _parse(buf, start, end, k, expected, top, words, keys, index, V)
 
 
@@ -461,7 +461,7 @@ cdef object _parse(bytes buf, Py_ssize_t start, Py_ssize_t end, int k, Py_ssize_
     cdef const char* pws[MAX_ORDER]  # the previous line's words and their rows (see below)
     cdef Py_ssize_t pwl[MAX_ORDER]
     cdef int64_t prow[MAX_ORDER]
-    cdef bint same, bad = False, has_words = words is not None
+    cdef bint same
     for j in range(MAX_ORDER):
         pwl[j] = -1
     cdef const int64_t* sk[MAX_ORDER]
@@ -491,93 +491,76 @@ cdef object _parse(bytes buf, Py_ssize_t start, Py_ssize_t end, int k, Py_ssize_
                 hk[j - 1] = kh.keys
                 hr[j - 1] = kh.rows
                 hs[j - 1] = kh.size
-    with nogil:
-        while p < e:
-            if p[0] == b'\n':  # blank line
-                p += 1
-                continue
-            if row >= expected:
-                bad = True
-                break
-            p = _number(p, e, &prob)
-            if p == NULL or prob > 0:
-                bad = True
-                break
-            for j in range(k):
-                if p >= e or not _is_sep(p[0]):
-                    bad = True
-                    break
-                while p < e and _is_sep(p[0]):
-                    p += 1
-                w = p
-                while p < e and not _is_sep(p[0]) and p[0] != b'\n':
-                    p += 1
-                if p == w:
-                    bad = True
-                    break
-                ws[j] = w
-                wl[j] = p - w
-            if bad:
-                break
-            if not has_words:
-                wstart[row] = ws[0] - b
-                wlen[row] = <int32_t>wl[0]
-            else:
-                # Sorted files list n-grams sharing a prefix together: where this line's first j+1
-                # words are the previous line's, byte for byte, their row is already known, so the
-                # trie walk starts below the shared prefix.
-                same = True
-                for j in range(k - 1):
-                    if same and wl[j] == pwl[j] and memcmp(ws[j], pws[j], wl[j]) == 0:
-                        continue
-                    same = False
-                    wid = words._find(ws[j], wl[j])
-                    if wid < 0:
-                        bad = True
-                        break
-                    if j == 0:
-                        prow[0] = wid
-                    else:  # one step down the trie: the row of the first j+1 words in order j+1
-                        if hk[j] != NULL:
-                            prow[j] = _hfind(hk[j], hr[j], hs[j], prow[j - 1] * V + wid)
-                        else:
-                            prow[j] = _seek(sk[j], sn[j], &cur[j], prow[j - 1] * V + wid)
-                        if prow[j] < 0:
-                            bad = True
-                            break
-                    pws[j] = ws[j]
-                    pwl[j] = wl[j]
-                if bad:
-                    break
-                ctx = prow[k - 2]
-                wid = words._find(ws[k - 1], wl[k - 1])
-                if wid < 0:
-                    bad = True
-                    break
-                keys[row] = ctx * V + wid
-            bo = 0.0
-            if p < e and _is_sep(p[0]):
-                while p < e and _is_sep(p[0]):
-                    p += 1
-                if p < e and p[0] != b'\n':
-                    if top:
-                        bad = True
-                        break
-                    p = _number(p, e, &bo)
-                    if p == NULL:
-                        bad = True
-                        break
-                    while p < e and _is_sep(p[0]):
-                        p += 1
-            if p < e and p[0] != b'\n':
-                bad = True
-                break
+    while p < e:
+        if p[0] == b'\n':  # blank line
             p += 1
-            probs[row] = prob
-            bos[row] = bo
-            row += 1
-    if bad:
-        return None
+            continue
+        if row >= expected:
+            return None
+        p = _number(p, e, &prob)
+        if p == NULL or prob > 0:
+            return None
+        for j in range(k):
+            if p >= e or not _is_sep(p[0]):
+                return None
+            while p < e and _is_sep(p[0]):
+                p += 1
+            w = p
+            while p < e and not _is_sep(p[0]) and p[0] != b'\n':
+                p += 1
+            if p == w:
+                return None
+            ws[j] = w
+            wl[j] = p - w
+        if words is None:
+            wstart[row] = ws[0] - b
+            wlen[row] = <int32_t>wl[0]
+        else:
+            # Sorted files list n-grams sharing a prefix together: where this line's first j+1
+            # words are the previous line's, byte for byte, their row is already known, so the
+            # trie walk starts below the shared prefix.
+            same = True
+            for j in range(k - 1):
+                if same and wl[j] == pwl[j] and memcmp(ws[j], pws[j], wl[j]) == 0:
+                    continue
+                same = False
+                wid = words._find(ws[j], wl[j])
+                if wid < 0:
+                    return None
+                if j == 0:
+                    prow[0] = wid
+                else:  # one step down the trie: the row of the first j+1 words in order j+1
+                    if hk[j] != NULL:
+                        prow[j] = _hfind(hk[j], hr[j], hs[j], prow[j - 1] * V + wid)
+                    else:
+                        prow[j] = _seek(sk[j], sn[j], &cur[j], prow[j - 1] * V + wid)
+                    if prow[j] < 0:
+                        return None
+                pws[j] = ws[j]
+                pwl[j] = wl[j]
+            ctx = prow[k - 2]
+            wid = words._find(ws[k - 1], wl[k - 1])
+            if wid < 0:
+                return None
+            keys[row] = ctx * V + wid
+        bo = 0.0
+        if p < e and _is_sep(p[0]):
+            while p < e and _is_sep(p[0]):
+                p += 1
+            if p < e and p[0] != b'\n':
+                if top:
+                    return None
+                p = _number(p, e, &bo)
+                if p == NULL:
+                    return None
+                while p < e and _is_sep(p[0]):
+                    p += 1
+        if p < e and p[0] != b'\n':
+            return None
+        p += 1
+        probs[row] = prob
+        bos[row] = bo
+        row += 1
     if row != expected:
         return None
     if words is None:
