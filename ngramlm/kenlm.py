@@ -33,7 +33,7 @@ from corpora.errors import InputError
 
 from . import accel
 from .kenlm_api import ARPALoadComplain, Config, FullScoreReturn, LoadMethod  # noqa: F401 (kenlm's names)
-from .kenlm_format import BinaryFile, _trie_config, looks_like_kenlm_binary, probing_layout, trie_layout, \
+from .kenlm_format import BinaryFile, looks_like_kenlm_binary, probing_file_layout, trie_file_layout, \
     trie_query_layout
 
 __all__ = ["Model", "LanguageModel", "State", "FullScoreReturn", "Config", "LoadMethod", "ARPALoadComplain"]
@@ -82,12 +82,7 @@ class Model:
         h = self._file.header
         buf = self._file.buf
         if h.kind == "trie":
-            vocab_end = h.size + 8 + 8 * h.counts[0]
-            quant, array_bits = _trie_config(self._file, vocab_end)
-            L = trie_layout(h.order, h.counts, vocab_end, quant=quant, array_bits=array_bits)
-            if L.end > len(buf):
-                self._damaged(f"the KenLM binary is {len(buf):,} bytes but its {h.name} needs {L.end:,}",
-                              "the file is truncated: copy or rebuild it")
+            L = trie_file_layout(self._file)
             # The sorted vocabulary: a uint64 count, then the hashes of every word but <unk>.
             file_vocab = (h.size + 8, int.from_bytes(buf[h.size:h.size + 8], "little"), False)
             if file_vocab[1] != h.counts[0] - 1:
@@ -99,17 +94,10 @@ class Model:
             except ValueError as e:  # the file's structure does not hold together
                 self._damaged(str(e), "the file is damaged: rebuild it with build_binary")
         else:
-            parts = probing_layout(h.order, h.counts, h.probing_multiplier, h.model_type)
-            if h.size + parts["end"] > len(buf):
-                self._damaged(f"the KenLM binary is {len(buf):,} bytes but its probing tables need "
-                              f"{h.size + parts['end']:,}", "the file is truncated: copy or rebuild it")
-            base = h.size
-            # The probing vocabulary: (version, bound) uint32s, then 12-byte (hash, id) buckets.
-            file_vocab = (base + 8, (parts["vocab"][1] - 8) // 12, True)
+            P = probing_file_layout(self._file)
             try:
-                self._tables = accel.fast.ProbingTables(
-                    buf, self._file, base + parts["unigram"][0], [(base + o, nb) for o, nb in parts["middles"]],
-                    (base + parts["longest"][0], parts["longest"][1]), None, None, 0, h.counts[0], file_vocab)
+                self._tables = accel.fast.ProbingTables(buf, self._file, P["unigram"][0], P["middles"], P["longest"],
+                                                        None, None, 0, h.counts[0], (*P["vocab"], True))
             except ValueError as e:
                 self._damaged(str(e), "the file is damaged: rebuild it with build_binary")
         self._bos, self._eos = self._tables.sentence_ids

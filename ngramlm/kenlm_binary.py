@@ -25,14 +25,13 @@ the mapped file -- is :mod:`ngramlm.kenlm_format`; this module decodes what lies
 from __future__ import annotations
 
 import os
-import struct
 
 import numpy as np
 
 from corpora.errors import InputError
 from corpora.vocab import BOS_ID, EOS_ID, UNK_ID
 
-from .kenlm_format import PROBING_VOCAB_VERSION, BinaryFile, _trie_config, probing_layout, trie_layout
+from .kenlm_format import BinaryFile, probing_file_layout, trie_file_layout
 
 
 class _Bits:
@@ -103,13 +102,9 @@ def decode_trie(bf: BinaryFile) -> dict:
     """The trie's content in KenLM's word ids: per order k, ``words`` (n, k) in natural order
     (first word first), ``prob`` and (below the top order) ``backoff`` as float32."""
     h = bf.header
-    vocab_size = 8 + 8 * h.counts[0]
-    start = h.size + vocab_size
-    quant, array_bits = _trie_config(bf, start)
-    L = trie_layout(h.order, h.counts, start, quant=quant, array_bits=array_bits)
-    if L.end > len(bf.buf):
-        raise InputError(f"the KenLM binary is {len(bf.buf):,} bytes but its {h.name} needs {L.end:,}",
-                         path=bf.path, fix="the file is truncated: copy or rebuild it")
+    L = trie_file_layout(bf)
+    quant, array_bits = L.quant, L.array_bits
+    start = L.quant_offset
     bits = _Bits(bf.buf)
     if quant is not None:
         pb, bb = quant
@@ -184,13 +179,8 @@ def trie_structure(bf: BinaryFile) -> tuple:
         raise InputError(f"a KenLM {h.name} binary keeps only hashes of its n-grams, not the n-grams",
                          path=bf.path, fix="only trie binaries convert back to n-grams; query a probing file "
                          "with `ngramlm ppl`/`score` or ngramlm.Model, or rebuild a trie from the ARPA")
-    vocab_end = h.size + 8 + 8 * h.counts[0]
     n_sorted = int(np.frombuffer(bf.buf, dtype="<u8", count=1, offset=h.size)[0])
-    quant, array_bits = _trie_config(bf, vocab_end)
-    L = trie_layout(h.order, h.counts, vocab_end, quant=quant, array_bits=array_bits)
-    if L.end > len(bf.buf):
-        raise InputError(f"the KenLM binary is {len(bf.buf):,} bytes but its {h.name} needs {L.end:,}",
-                         path=bf.path, fix="the file is truncated: copy or rebuild it")
+    L = trie_file_layout(bf)
     words_k = _vocab_words(bf.buf, L.end, n_sorted + 1, bf.path)
     if h.counts[0] != len(words_k):
         raise InputError(f"the header counts {h.counts[0]} unigrams but the file lists {len(words_k)} words",
@@ -297,24 +287,14 @@ class ProbingSearch:
             raise InputError(f"not a probing binary ({h.name})", path=self.file.path, fix="read tries with read_trie_tables")
         self.header = h
         self.order = h.order
-        buf, base = self.file.buf, h.size
-        parts = probing_layout(h.order, h.counts, h.probing_multiplier, h.model_type)
-        if base + parts["end"] > len(buf):
-            raise InputError(f"the KenLM binary is {len(buf):,} bytes but its probing tables need {base + parts['end']:,}",
-                             path=self.file.path, fix="the file is truncated: copy or rebuild it")
-        version, bound = struct.unpack_from("<II", buf, base)
-        if version != PROBING_VOCAB_VERSION:
-            raise InputError(f"probing vocabulary version {version}, expected {PROBING_VOCAB_VERSION}",
-                             path=self.file.path, fix="rebuild the binary with a current build_binary")
-        self.offsets = {"unigram": base + parts["unigram"][0], "middles": [(base + o, nb) for o, nb in parts["middles"]],
-                        "longest": (base + parts["longest"][0], parts["longest"][1])}  # absolute, for _fast
-        off, n = parts["unigram"]
-        self.unigram = np.frombuffer(buf, dtype=_UNI[h.model_type], count=n, offset=base + off)
-        self.middles = [np.frombuffer(buf, dtype=_MID[h.model_type], count=nb, offset=base + o)
-                        for o, nb in parts["middles"]]
-        o, nb = parts["longest"]
-        self.longest = np.frombuffer(buf, dtype=_LONG, count=nb, offset=base + o)
-        self.words = _vocab_words(buf, base + parts["end"], bound, self.file.path)
+        buf = self.file.buf
+        self.offsets = P = probing_file_layout(self.file)  # absolute, as _fast.ProbingTables takes them
+        off, n = P["unigram"]
+        self.unigram = np.frombuffer(buf, dtype=_UNI[h.model_type], count=n, offset=off)
+        self.middles = [np.frombuffer(buf, dtype=_MID[h.model_type], count=nb, offset=o) for o, nb in P["middles"]]
+        o, nb = P["longest"]
+        self.longest = np.frombuffer(buf, dtype=_LONG, count=nb, offset=o)
+        self.words = _vocab_words(buf, P["end"], P["vocab_bound"], self.file.path)
 
     def table(self, k: int) -> np.ndarray:
         return self.longest if k == self.order else self.middles[k - 2]

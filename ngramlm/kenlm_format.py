@@ -312,3 +312,37 @@ def probing_layout(order: int, counts: list, multiplier: float, model_type: int)
     off += nb * LONGEST_BYTES
     parts["end"] = off
     return parts
+
+
+def trie_file_layout(bf: BinaryFile) -> TrieLayout:
+    """A trie file's layout: its search structure after the sorted vocabulary (a uint64 count, then
+    one hash a word), checked against the file's size."""
+    h = bf.header
+    start = h.size + 8 + 8 * h.counts[0]
+    quant, array_bits = _trie_config(bf, start)
+    L = trie_layout(h.order, h.counts, start, quant=quant, array_bits=array_bits)
+    if L.end > len(bf.buf):
+        raise InputError(f"the KenLM binary is {len(bf.buf):,} bytes but its {h.name} needs {L.end:,}",
+                         path=bf.path, fix="the file is truncated: copy or rebuild it")
+    return L
+
+
+def probing_file_layout(bf: BinaryFile) -> dict:
+    """A probing file's parts at absolute byte offsets, checked against the file's size and the
+    vocabulary's version: ``vocab`` (offset, buckets) of its 12-byte (hash, id) buckets and
+    ``vocab_bound`` (the number of words), ``unigram`` (offset, records), ``middles`` per order
+    2..n-1 and ``longest`` (offset, buckets), ``end`` (where the vocabulary's strings start)."""
+    h = bf.header
+    base = h.size
+    parts = probing_layout(h.order, h.counts, h.probing_multiplier, h.model_type)
+    if base + parts["end"] > len(bf.buf):
+        raise InputError(f"the KenLM binary is {len(bf.buf):,} bytes but its probing tables need "
+                         f"{base + parts['end']:,}", path=bf.path, fix="the file is truncated: copy or rebuild it")
+    version, bound = struct.unpack_from("<II", bf.buf, base)
+    if version != PROBING_VOCAB_VERSION:
+        raise InputError(f"probing vocabulary version {version}, expected {PROBING_VOCAB_VERSION}",
+                         path=bf.path, fix="rebuild the binary with a current build_binary")
+    return {"vocab": (base + 8, (parts["vocab"][1] - 8) // VOCAB_BUCKET_BYTES), "vocab_bound": bound,
+            "unigram": (base + parts["unigram"][0], parts["unigram"][1]),
+            "middles": [(base + o, nb) for o, nb in parts["middles"]],
+            "longest": (base + parts["longest"][0], parts["longest"][1]), "end": base + parts["end"]}

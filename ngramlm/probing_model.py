@@ -82,7 +82,7 @@ class ProbingScorer(KenlmBinaryScorer):
             s = self.search
             o = s.offsets
             self._compiled = accel.fast.ProbingTables(
-                np.frombuffer(s.file.buf, dtype=np.uint8), s.file, o["unigram"], o["middles"], o["longest"],
+                np.frombuffer(s.file.buf, dtype=np.uint8), s.file, o["unigram"][0], o["middles"], o["longest"],
                 np.ascontiguousarray(self.to_kenlm, dtype=np.int64), self.vocab_.stoi_, UNK_ID, s.header.counts[0])
         return self._compiled
 
