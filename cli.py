@@ -1,7 +1,7 @@
 """The ``ngramlm`` command line.
 
 Sub-commands live next to the code they drive (``corpora/commands.py``,
-``ngramlm/commands.py``, ``neural/commands.py``, ``reports/commands.py``) and are
+``ngramlm/commands/lm.py``, ``neural/commands/lm.py``, ``reports/commands/compare.py``) and are
 imported only when invoked, so ``ngramlm ppl`` on an n-gram model never imports torch.
 """
 from __future__ import annotations
@@ -17,25 +17,25 @@ _COMMANDS = {
     "corpora": ("corpora.commands:corpora_group", "List, inspect and download named corpora."),
     "vocab": ("corpora.commands:vocab_group", "Build a vocabulary and report its statistics."),
     "tokenize": ("corpora.commands:tokenize_cmd", "Tokenize text from stdin (or files) to stdout."),
-    "stats": ("ngramlm.stats_command:stats_cmd", "Corpus, vocabulary and n-gram sparsity statistics."),
-    "train": ("ngramlm.commands:train_cmd", "Train an n-gram model (or, with --model, a neural one)."),
-    "ppl": ("ngramlm.commands:ppl_cmd", "Perplexity summary of a model on a text."),
-    "score": ("ngramlm.commands:score_cmd", "Per-sentence or per-token scores of a text."),
-    "generate": ("ngramlm.commands:generate_cmd", "Generate text from a model."),
-    "export-arpa": ("ngramlm.commands:export_arpa_cmd", "Write a model as an ARPA file."),
-    "import-arpa": ("ngramlm.commands:import_arpa_cmd", "Read an ARPA file into the native format."),
-    "build-binary": ("ngramlm.binary_commands:build_binary_cmd",
+    "stats": ("ngramlm.commands.stats:stats_cmd", "Corpus, vocabulary and n-gram sparsity statistics."),
+    "train": ("ngramlm.commands.train:train_cmd", "Train an n-gram model (or, with --model, a neural one)."),
+    "ppl": ("ngramlm.commands.lm:ppl_cmd", "Perplexity summary of a model on a text."),
+    "score": ("ngramlm.commands.lm:score_cmd", "Per-sentence or per-token scores of a text."),
+    "generate": ("ngramlm.commands.lm:generate_cmd", "Generate text from a model."),
+    "export-arpa": ("ngramlm.commands.lm:export_arpa_cmd", "Write a model as an ARPA file."),
+    "import-arpa": ("ngramlm.commands.lm:import_arpa_cmd", "Read an ARPA file into the native format."),
+    "build-binary": ("ngramlm.commands.binary:build_binary_cmd",
                      "Write a model as a KenLM binary file (probing or trie; -q -b -a as build_binary)."),
-    "mix": ("ngramlm.mix_commands:mix_cmd", "Mix back-off models into one (static mixture, tuned by EM)."),
-    "prune": ("ngramlm.prune_commands:prune_cmd", "Entropy-prune a model to a size, a file size or a threshold."),
-    "filter": ("ngramlm.filter_commands:filter_cmd", "Limit a model to a lexicon (word list); other words become <unk>."),
-    "infini": ("ngramlm.infini_commands:infini_group", "The ∞-gram: unbounded-order n-grams on a suffix array."),
-    "neural": ("neural.commands:neural_group", "Neural language models (RNN, LSTM, GRU, Transformer)."),
-    "seq2seq": ("neural.seq2seq_commands:seq2seq_group", "Encoder-decoder translation with attention and beam search."),
-    "bert": ("reports.bert_commands:bert_group", "BERT: masked-LM pretraining, pseudo-perplexity, embeddings."),
-    "ladder": ("reports.ladder_commands:ladder_cmd", "A neural model + cache, dynamic evaluation, n-gram and ∞-gram, rung by rung."),
-    "compare": ("reports.commands:compare_cmd", "Train count and neural models on one corpus and report."),
-    "report": ("reports.commands:report_cmd", "Re-render a comparison report from results.json."),
+    "mix": ("ngramlm.commands.mix:mix_cmd", "Mix back-off models into one (static mixture, tuned by EM)."),
+    "prune": ("ngramlm.commands.prune:prune_cmd", "Entropy-prune a model to a size, a file size or a threshold."),
+    "filter": ("ngramlm.commands.filter:filter_cmd", "Limit a model to a lexicon (word list); other words become <unk>."),
+    "infini": ("ngramlm.commands.infini:infini_group", "The ∞-gram: unbounded-order n-grams on a suffix array."),
+    "neural": ("neural.commands.lm:neural_group", "Neural language models (RNN, LSTM, GRU, Transformer)."),
+    "seq2seq": ("neural.commands.seq2seq:seq2seq_group", "Encoder-decoder translation with attention and beam search."),
+    "bert": ("reports.commands.bert:bert_group", "BERT: masked-LM pretraining, pseudo-perplexity, embeddings."),
+    "ladder": ("reports.commands.ladder:ladder_cmd", "A neural model + cache, dynamic evaluation, n-gram and ∞-gram, rung by rung."),
+    "compare": ("reports.commands.compare:compare_cmd", "Train count and neural models on one corpus and report."),
+    "report": ("reports.commands.compare:report_cmd", "Re-render a comparison report from results.json."),
     "lab": ("labs.commands:lab_cmd", "The textbook's experiments as small labs with reports (no NAME: list them)."),
 }
 

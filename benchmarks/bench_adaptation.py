@@ -26,9 +26,9 @@ sys.path.insert(0, str(ROOT))
 from corpora.sources import read_text_source  # noqa: E402
 from corpora.vocab import Vocab  # noqa: E402
 from ngramlm import NgramLM  # noqa: E402
-from ngramlm.count_merge import MergedSmoother, align, tune_weights  # noqa: E402
+from ngramlm.builder.count_merge import MergedSmoother, align, tune_weights  # noqa: E402
 from ngramlm.counts import NgramCounts  # noqa: E402
-from ngramlm.mix import best_mix, dynamic_log10, mix_tables  # noqa: E402
+from ngramlm.tools.mix import best_mix, dynamic_log10, mix_tables  # noqa: E402
 from ngramlm.scorer import Scorer  # noqa: E402
 
 DATA_DIR = os.environ.get("NGRAMLM_DATA_DIR", str(ROOT.parent / "shared" / "corpora"))

@@ -56,7 +56,7 @@ def main(queries):
     from corpora import load_corpus, prepare
     from corpora.vocab import BOS_ID
     from ngramlm.counts import padded_stream
-    from ngramlm.infini import InfiniIndex
+    from ngramlm.infini.index import InfiniIndex
 
     ds = prepare(load_corpus("ptb", data_dir=DATA_DIR))
     t = time.perf_counter()

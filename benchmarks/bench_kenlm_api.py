@@ -40,7 +40,7 @@ def main(arpa, text, repeats):
     import kenlm
 
     from ngramlm import Model, NgramLM, State
-    from ngramlm.arpa import write_arpa
+    from ngramlm.io.arpa import write_arpa
 
     if arpa is None:
         from corpora import load_corpus, prepare

@@ -130,7 +130,7 @@ def main(arpa, text, kenlm_bin, loop_words, repeat, out):
     if arpa is None:
         from corpora import load_corpus, prepare
         from ngramlm import NgramLM
-        from ngramlm.arpa import write_arpa
+        from ngramlm.io.arpa import write_arpa
 
         ds = prepare(load_corpus("ptb", data_dir=DATA_DIR))
         arpa = str(tmp / "ptb5.arpa")

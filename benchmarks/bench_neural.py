@@ -36,7 +36,7 @@ from neural.config import (MODEL_PRESETS, TRAIN_PRESETS, architecture, RNNConfig
                            parse_override, sized)
 from neural.evaluate import evaluate  # noqa: E402
 from neural.models import build_model  # noqa: E402
-from neural.train import Trainer  # noqa: E402
+from neural.training.trainer import Trainer  # noqa: E402
 
 DATA_DIR = os.environ.get("NGRAMLM_DATA_DIR", str(Path(__file__).resolve().parents[2] / "shared" / "corpora"))
 
@@ -360,8 +360,8 @@ def char(minutes, hidden, layers, threads, out_dir):
 def ladder(checkpoint, name, minutes, corpus, tune_tokens, threads, out_dir):
     """The ladder end to end: train (or load) a model, then n-gram -> model -> + cache -> + dynamic
     evaluation -> + n-gram (global, per-context) -> + infini-gram, on the same test tokens."""
-    from reports.ladder import LadderOptions, run_ladder
-    from reports.ladder_render import write_ladder
+    from reports.experiments.ladder import LadderOptions, run_ladder
+    from reports.render.ladder import write_ladder
 
     torch.set_num_threads(threads)
     t0 = time.perf_counter()

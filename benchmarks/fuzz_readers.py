@@ -45,7 +45,7 @@ def seeds() -> dict:
     """Valid inputs every target starts from: target -> list of bytes."""
     from corpora import TokenizerSpec, Vocab
     from ngramlm import NgramLM
-    from ngramlm.arpa import write_arpa
+    from ngramlm.io.arpa import write_arpa
 
     v = Vocab(tokenizer=TokenizerSpec(kind="regex", lower=True)).fit(TINY)
     out: dict = {t: [] for t in TARGETS}
@@ -194,7 +194,7 @@ def _with_file(raw: bytes, name: str, fn):
 
 
 def check_arpa(raw: bytes) -> str:
-    from ngramlm.arpa import looks_like_arpa
+    from ngramlm.io.arpa import looks_like_arpa
     from ngramlm.loading import read_arpa
 
     def go(path):
@@ -209,7 +209,7 @@ def check_arpa(raw: bytes) -> str:
 
 
 def check_native(raw: bytes) -> str:
-    from ngramlm.io_native import is_native
+    from ngramlm.io.native import is_native
     from ngramlm.loading import load_native
 
     def go(path):
@@ -365,8 +365,8 @@ def atheris_worker(target: str, seconds: int, out: Path) -> None:
     with atheris.instrument_imports(include=["ngramlm", "corpora"]):
         import corpora.tokenize  # noqa: F401
         import corpora.vocab  # noqa: F401
-        import ngramlm.arpa  # noqa: F401
-        import ngramlm.io_native  # noqa: F401
+        import ngramlm.io.arpa  # noqa: F401
+        import ngramlm.io.native  # noqa: F401
     bank = seeds()
     corpus = Path(tempfile.mkdtemp(prefix=f"fuzz-{target}-"))
     for i, s in enumerate(bank[target]):

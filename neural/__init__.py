@@ -16,24 +16,21 @@ rest is loaded on first use.
 """
 from __future__ import annotations
 
-import importlib
+from corpora.lazy import lazy_exports
 
 from .sniff import is_checkpoint
 
 _LAZY = {
     "RNNConfig": "config", "TransformerConfig": "config", "TrainConfig": "config",
     "LanguageModel": "base", "RNNLM": "rnn", "TransformerLM": "transformer", "build_model": "models",
-    "Trainer": "train", "TrainResult": "train", "TrainingDiverged": "train",
+    "Trainer": "training.trainer", "TrainResult": "training.trainer", "TrainingDiverged": "training.trainer",
     "evaluate": "evaluate", "EvalResult": "evaluate", "token_log_probs": "evaluate",
     "save_checkpoint": "checkpoint", "load_checkpoint": "checkpoint", "load_model": "checkpoint",
     "greedy": "generate", "beam_search": "generate", "sample": "generate",
-    "ppl_summary": "commands",
+    "ppl_summary": "commands.lm",
 }
 
 __all__ = ["is_checkpoint", *_LAZY]
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module 'neural' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

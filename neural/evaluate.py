@@ -116,7 +116,7 @@ def token_log_probs_and_hidden(model: LanguageModel, ids: np.ndarray, *,
     The log-probabilities are those of :func:`token_log_probs` bit for bit (the same
     chunks, the same operations); ``hidden[t]`` is the state that predicted ``ids[t]``,
     i.e. the model's summary of ``</s> ids[:t]`` -- what a continuous cache stores
-    (:mod:`neural.cache`).
+    (:mod:`neural.adaptation.cache`).
     """
     from .hidden import recording_hidden
 

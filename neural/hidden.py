@@ -4,7 +4,7 @@ Every model hands its last layer's states to :meth:`neural.base.LanguageModel.ou
 (the RNN its top layer's outputs, after a dropout that is the identity in eval mode;
 the Transformer its final-LayerNorm states of the new positions).  Those are the
 vectors the output layer turns into a distribution, and the ones a continuous cache
-(:mod:`neural.cache`) compares.  Recording them at that call -- rather than adding a
+(:mod:`neural.adaptation.cache`) compares.  Recording them at that call -- rather than adding a
 return value to every ``forward`` -- leaves the models and their callers untouched::
 
     with recording_hidden(model) as states:

@@ -23,13 +23,13 @@ def _per_token_log10(path: str, sentences: list):
 
 
 def _ppl_summary(path: str, text, split: str, data_dir) -> dict:
-    from .commands import ppl_summary
+    from .commands.lm import ppl_summary
 
     return ppl_summary(path, text, split=split, data_dir=data_dir)
 
 
 def _sample(path: str, prompt: str, max_len: int, num: int, temperature: float, seed) -> list:
-    from .commands import sample_lines
+    from .commands.lm import sample_lines
 
     return sample_lines(path, prompt=prompt, max_len=max_len, num=num, temperature=temperature, seed=seed)
 

@@ -8,10 +8,10 @@ import torch
 from corpora.errors import InputError
 
 from .base import LanguageModel
-from .bert import BertConfig, BertLM
+from .bert.model import BertConfig, BertLM
 from .config import RNNConfig, TransformerConfig, architecture
 from .rnn import RNNLM
-from .seq2seq_transformer import TranslatorConfig, build_translator
+from .seq2seq.transformer import TranslatorConfig, build_translator
 from .transformer import TransformerLM
 
 # "seq2seq": a translator, the GRU encoder-decoder or the Transformer one (its config's arch tells them apart).

@@ -1663,7 +1663,7 @@ cdef extern from *:
 
 cdef inline uint64_t _murmur64a(const char* key, Py_ssize_t n) noexcept nogil:
     """MurmurHash64A with seed 0 (Austin Appleby's public-domain hash), which KenLM keys its
-    vocabulary with; as ``ngramlm.kenlm_write.murmur_hash64a``.  Little-endian, as the files are."""
+    vocabulary with; as ``ngramlm.kenlm.write.murmur_hash64a``.  Little-endian, as the files are."""
     cdef uint64_t m = 0xC6A4A7935BD1E995ULL
     cdef uint64_t h = <uint64_t>n * m
     cdef uint64_t k
@@ -1687,7 +1687,7 @@ cdef inline uint64_t _murmur64a(const char* key, Py_ssize_t n) noexcept nogil:
 
 
 def murmur_hash64a(bytes data):
-    """MurmurHash64A (seed 0) of ``data``: the compiled twin of ``ngramlm.kenlm_write.murmur_hash64a``."""
+    """MurmurHash64A (seed 0) of ``data``: the compiled twin of ``ngramlm.kenlm.write.murmur_hash64a``."""
     return _murmur64a(PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
 
 
@@ -1843,7 +1843,7 @@ cdef class _KenlmTables(_StateModel):
 
 
 cdef class ProbingTables(_KenlmTables):
-    """The state API over a KenLM probing binary's mapped tables (``ngramlm.kenlm_binary.ProbingSearch``),
+    """The state API over a KenLM probing binary's mapped tables (``ngramlm.kenlm.read.ProbingSearch``),
     KenLM's own search: the key of an n-gram is a hash chain from its last word back, each table is
     probed linearly, and the search stops where an n-gram does not extend to the left.  States hold
     this toolkit's word ids, most recent first (as in ``Tables``), so sentences start the same way."""

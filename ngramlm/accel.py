@@ -35,3 +35,10 @@ def describe() -> str:
     if fast is not None:
         return "compiled extension ngramlm._fast"
     return f"numpy/Python fallback: the compiled extension is {reason}"
+
+
+def worker_threads() -> int:
+    """Threads for work that runs without the GIL (counting a block's parts, formatting ARPA slices):
+    the cores this process may use (its affinity, not the machine's count), at most 4."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(4, cores))

@@ -1,6 +1,6 @@
 """Model files into models: the readers return tables, this module makes the :class:`NgramLM`.
 
-The ARPA reader (:mod:`ngramlm.arpa`) and the native loader (:mod:`ngramlm.io_native`) know only
+The ARPA reader (:mod:`ngramlm.io.arpa`) and the native loader (:mod:`ngramlm.io.native`) know only
 :class:`~ngramlm.tables.NgramTables`; here a loaded model gets its identity -- its order, and the
 smoothing the file records (never a made-up one: an ARPA of KenLM or SRILM reads as smoothing
 ``"unknown"``, which ``fit`` refuses to re-estimate).
@@ -12,16 +12,16 @@ from typing import Optional
 
 from corpora.errors import InputError
 
-from .arpa import looks_like_arpa, read_arpa_tables
-from .io_native import load_native_tables
-from .kenlm_binary import read_trie_tables
-from .kenlm_format import looks_like_kenlm_binary, read_header
+from .io.arpa import looks_like_arpa, read_arpa_tables
+from .io.native import load_native_tables
+from .kenlm.read import read_trie_tables
+from .kenlm.format import looks_like_kenlm_binary, read_header
 from .model import NgramLM
 from .smoothing import SMOOTHERS
 
 
 def read_arpa(path: os.PathLike | str, **kwargs) -> NgramLM:
-    """Parse an ARPA file (plain or gzip) into an :class:`NgramLM` (see :func:`ngramlm.arpa.read_arpa_tables`)."""
+    """Parse an ARPA file (plain or gzip) into an :class:`NgramLM` (see :func:`ngramlm.io.arpa.read_arpa_tables`)."""
     tables = read_arpa_tables(path, **kwargs)
     # smoothing=None: the file does not say (its tables' smoother_name is arpa.UNRECORDED).
     recorded = tables.smoother_name if tables.smoother_name in SMOOTHERS else None
@@ -29,14 +29,14 @@ def read_arpa(path: os.PathLike | str, **kwargs) -> NgramLM:
 
 
 def load_native(path: os.PathLike | str, *, mmap: Optional[bool] = None) -> NgramLM:
-    """A model written by ``NgramLM.save`` (see :func:`ngramlm.io_native.load_native_tables` for ``mmap``)."""
+    """A model written by ``NgramLM.save`` (see :func:`ngramlm.io.native.load_native_tables` for ``mmap``)."""
     tables, init_params = load_native_tables(path, mmap=mmap)
     return NgramLM.from_tables(tables, **init_params)
 
 
 def load_any(path: os.PathLike | str, *, mmap: Optional[bool] = None, ngrams: bool = False) -> NgramLM:
     """An :class:`NgramLM` from an ARPA file (plain or gzip), a native file or a KenLM binary, told apart
-    by content (a KenLM *probing* binary gives a :class:`~ngramlm.probing_model.ProbingScorer`).
+    by content (a KenLM *probing* binary gives a :class:`~ngramlm.kenlm.probing.ProbingScorer`).
 
     ``mmap`` applies to native files: None maps large ones, True / False always / never; an ARPA
     file is always parsed into memory.  ``ngrams=True`` is for callers that need the n-grams
@@ -59,20 +59,20 @@ def load_any(path: os.PathLike | str, *, mmap: Optional[bool] = None, ngrams: bo
 
 def read_kenlm_binary(path: os.PathLike | str, *, ngrams: bool = False):
     """A KenLM binary (``build_binary`` output).  A trie is scored in place from the mapped file
-    (:class:`~ngramlm.trie_model.TrieScorer`, with the compiled extension), or with ``ngrams=True``
+    (:class:`~ngramlm.kenlm.trie.TrieScorer`, with the compiled extension), or with ``ngrams=True``
     (or without the extension) decoded into an :class:`NgramLM` whose n-grams can be listed; a
     probing file, which stores only hashes of its n-grams, becomes a
-    :class:`~ngramlm.probing_model.ProbingScorer` that scores but cannot list n-grams."""
+    :class:`~ngramlm.kenlm.probing.ProbingScorer` that scores but cannot list n-grams."""
     header = read_header(path)
     if header.kind == "trie":
         from . import accel
 
         if not ngrams and accel.fast is not None and hasattr(accel.fast, "TrieTables"):
-            from .trie_model import TrieScorer
+            from .kenlm.trie import TrieScorer
 
             return TrieScorer(path)
         tables = read_trie_tables(path)
         return NgramLM.from_tables(tables, order=tables.order, smoothing=None)
-    from .probing_model import ProbingScorer
+    from .kenlm.probing import ProbingScorer
 
     return ProbingScorer(path)

@@ -16,7 +16,7 @@ from corpora.errors import InputError
 from corpora.vocab import EncodedText, Vocab
 
 from .counts import NgramCounts, check_order
-from .estimate import estimate_tables  # noqa: F401 (re-exported: ngramlm.model.estimate_tables)
+from .builder.estimate import estimate_tables  # noqa: F401 (re-exported: ngramlm.model.estimate_tables)
 from .scorer import Scorer, TokenScores  # noqa: F401 (TokenScores re-exported)
 from .smoothing import Smoother, backoff_smoothers, make_smoother, named_list
 from .tables import NgramTables
@@ -89,7 +89,7 @@ class NgramLM(Scorer):
         (``<s>``, ``</s>``, ``<unk>`` always), estimated on the whole text.  With ``compat="kenlm"``
         as lmplz's ``--limit_vocab_file`` does it: the other n-grams are pruned inside the estimation,
         each context's pruned mass going to its back-off weight, and nothing else changes.  Otherwise
-        as :func:`ngramlm.vocab_filter.limit_vocabulary` does it: the removed words' probability goes
+        as :func:`ngramlm.tools.vocab_filter.limit_vocabulary` does it: the removed words' probability goes
         to ``<unk>`` and the back-off weights are renormalised.  ``self.vocab_limit_`` says what was
         removed; ``limit_vocab_source`` (the list's file) is named in errors and recorded.
         """
@@ -105,7 +105,7 @@ class NgramLM(Scorer):
 
             smoother.lambdas = tune_jelinek_mercer(counts, vocab, heldout)
         if limit_vocab is not None:
-            from .vocab_filter import check_limitable_smoother, kept_ids
+            from .tools.vocab_filter import check_limitable_smoother, kept_ids
 
             check_limitable_smoother(smoother)
             keep, _ = kept_ids(vocab, limit_vocab, source=limit_vocab_source)
@@ -115,7 +115,7 @@ class NgramLM(Scorer):
                 smoother.lmplz_["prune_words"] = ~keep
         self.fit_counts(counts, vocab=vocab, smoother=smoother)
         if limit_vocab is not None:
-            from .vocab_filter import limit_vocabulary
+            from .tools.vocab_filter import limit_vocabulary
 
             self.vocab_limit_ = limit_vocabulary(self, words=limit_vocab, source=limit_vocab_source,
                                                  lmplz=self.compat == "kenlm")
@@ -149,22 +149,22 @@ class NgramLM(Scorer):
         ``"tcp://host:8786"`` or ``"local:2"`` -- counts on Dask workers instead.  The model equals
         ``fit`` on the same text.  Returns ``self``; ``build_stats_`` has the sentence and word counts.
 
-        ``estimation="auto"`` estimates mkn/kn out of core (``ngramlm.outofcore``) when the merged
+        ``estimation="auto"`` estimates mkn/kn out of core (``ngramlm.builder.outofcore``) when the merged
         counts would not fit ``memory``, ``"disk"`` always; the model is then read back from the
         native file it writes in the temp folder (its keys, probabilities and back-offs: about 24
         bytes an n-gram).  ``ngramlm train`` writes that file in place instead, and never holds it.
         """
-        from .build import BuildInput, build_counts
+        from .builder.text_counts import BuildInput, build_counts
 
         on_disk = None
         if estimation != "memory":
-            from . import outofcore
+            from .builder import outofcore
 
             smoother = self._make_smoother()
             why = outofcore.unsupported_reason(self, smoother)
             if why is None:
                 def estimate_on_disk(dc, vocab_, folder, mem):
-                    from .io_native import load_native_tables
+                    from .io.native import load_native_tables
 
                     dm = outofcore.estimate(dc, smoother, vocab_.n_types, folder, mem, progress=progress)
                     path = folder.path / "model.npz"
@@ -196,7 +196,7 @@ class NgramLM(Scorer):
         return cls(**init_params)._set_tables(tables)
 
     def _prune(self, counts: NgramCounts) -> None:
-        from .pruning import check_prune_args, prune_counts, prune_entropy
+        from .tools.pruning import check_prune_args, prune_counts, prune_entropy
 
         check_prune_args(self.order_, self.prune, self.prune_entropy)
         if self.kind_ != "backoff" or not self.is_distribution_:
@@ -234,13 +234,13 @@ class NgramLM(Scorer):
     # ------------------------------------------------------------------ persistence (native: npz + JSON, no pickle)
     def save(self, path: os.PathLike | str) -> None:
         """Write the native format atomically (a crash leaves the old file intact)."""
-        from .io_native import save_native
+        from .io.native import save_native
 
         save_native(self, path)
 
     @classmethod
     def load(cls, path: os.PathLike | str) -> "NgramLM":
-        from .io_native import load_native_tables
+        from .io.native import load_native_tables
 
         tables, init_params = load_native_tables(path)
         return cls.from_tables(tables, **init_params)

@@ -39,7 +39,7 @@ from corpora.errors import InputError
 from corpora.vocab import BOS_ID, EOS_ID, UNK_ID
 
 from . import accel
-from .kenlm_api import FullScoreReturn
+from .kenlm.api import FullScoreReturn
 from .loading import load_any  # noqa: F401 (also ngramlm.query.load_any, as before)
 from .scorer import Scorer
 from .smoothing import backoff_smoothers, named_list

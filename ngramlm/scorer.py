@@ -80,7 +80,7 @@ class Scorer:
     """The query object over one model's tables.
 
     >>> from corpora import Vocab
-    >>> from ngramlm.estimate import estimate_tables
+    >>> from ngramlm.builder.estimate import estimate_tables
     >>> from ngramlm.counts import NgramCounts
     >>> from ngramlm.smoothing import make_smoother
     >>> sents = [["a", "b"], ["a", "c", "b"], ["b", "a"]]

@@ -76,7 +76,7 @@ def adjusted_counts(counts: NgramCounts) -> list:
     Highest order: raw counts.  Lower orders: the number of distinct words seen to
     the left (continuation count, N1+(. x)), except n-grams that start with ``<s>``,
     which nothing can precede, keep their raw counts.  The ``<s>`` unigram gets 0.  Rows of count 0
-    (one text's counts on the union of several texts' n-grams: ``ngramlm.count_merge``) extend nothing.
+    (one text's counts on the union of several texts' n-grams: ``ngramlm.builder.count_merge``) extend nothing.
     """
     n = counts.order
     adj = [None] * n
@@ -163,7 +163,7 @@ def _interpolate(counts: NgramCounts, alphas: list, gammas: list, n_types: int) 
     return probs, log_bo
 
 
-# The per-row formulas of interpolation, shared with the out-of-core estimation (ngramlm.outofcore),
+# The per-row formulas of interpolation, shared with the out-of-core estimation (ngramlm.builder.outofcore),
 # which applies them to chunks of rows: one implementation, so the two paths cannot drift apart.
 def unigram_probs(alpha1: np.ndarray, gamma1: float, n_types: int, V: int) -> np.ndarray:
     """p_1(w) = alpha_1(w) + gamma_1 / n_types for predicted types, 0 for <pad> and <s>."""

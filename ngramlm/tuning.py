@@ -16,7 +16,7 @@ import numpy as np
 from corpora.vocab import EncodedText, Vocab
 
 from .counts import NgramCounts, padded_stream
-from .estimate import estimate_tables
+from .builder.estimate import estimate_tables
 from .scorer import Scorer
 from .smoothing import make_smoother
 

@@ -12,7 +12,7 @@ A run, top to bottom:
 6. ``results.json``, then ``report.md`` and ``report.html`` rendered from it.
 
 Every trained model is cached in ``DIR/cache`` under a hash of its settings and the
-encoded corpus (:mod:`reports.cache`), so a re-run trains only what changed and an
+encoded corpus (:mod:`reports.experiments.result_cache`), so a re-run trains only what changed and an
 interrupted run continues (``--resume``).
 """
 from __future__ import annotations
@@ -27,11 +27,11 @@ from typing import Callable, Optional
 from corpora.errors import InputError
 from corpora.textio import atomic_write_text, check_writable, sweep_stale_temp_files
 
-from . import analysis, bootstrap
-from .data import CompareData, load_data
+from .experiments import analysis, bootstrap
+from .experiments.data import CompareData, load_data
 from .formatting import describe_budget  # noqa: F401 (also reports.compare.describe_budget, as before)
-from .run import RunBase, run_stages, write_results  # noqa: F401 (run_stages, write_results: as before)
-from .settings import CompareSettings
+from .experiments.run import RunBase, run_stages, write_results  # noqa: F401 (run_stages, write_results: as before)
+from .experiments.settings import CompareSettings
 
 FORMAT = "ngramlm.compare"
 FORMAT_VERSION = 1
@@ -104,7 +104,7 @@ class Run(RunBase):
     def _count_stage(self) -> None:
         from ngramlm import NgramCounts
 
-        from .ngram_part import spectrum, vwall, zipf
+        from .experiments.ngram_part import spectrum, vwall, zipf
 
         d = self.data
         t0 = time.perf_counter()
@@ -134,7 +134,7 @@ class Run(RunBase):
         import torch
 
         torch.set_num_threads(s.threads)
-        from .neural_part import adopted_row
+        from .experiments.neural_part import adopted_row
 
         adopted = self.adopted if self.adopted is not None else inspect_checkpoints(s, d)
         for info in adopted:
@@ -168,7 +168,7 @@ class Run(RunBase):
 
 def inspect_checkpoints(settings: CompareSettings, data: CompareData) -> list:
     """Check every ``--checkpoint`` against the corpus; one model name per checkpoint."""
-    from .neural_part import inspect_checkpoint
+    from .experiments.neural_part import inspect_checkpoint
 
     infos = [inspect_checkpoint(Path(c), data.vocab) for c in settings.checkpoints]
     seen: dict = {}

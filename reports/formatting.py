@@ -158,3 +158,22 @@ def describe_budget(budget: dict) -> str:
     if "minutes" in budget:
         return f"{budget['minutes']:g} min"
     return f"{budget['epochs']} epoch{'s' if budget['epochs'] != 1 else ''}"
+
+
+def rung_params(p: dict) -> str:
+    """A ladder rung's tuned parameters in a few words (weights, buckets, theta, lambda ...)."""
+    if not p:
+        return ""
+    if "weights" in p:
+        return "weights " + ", ".join(f"{k} {v:.2f}" for k, v in p["weights"].items())
+    if "buckets" in p and "global" in p:
+        fitted = sum(1 for b in p["buckets"] if b["tokens"])
+        return f"{fitted} context buckets ({p.get('scheme', '')}), EM on valid"
+    keys = ("theta", "lambda", "rule", "lr", "decay", "window")
+    return ", ".join(f"{k} {p[k]:g}" if isinstance(p[k], float) else f"{k} {p[k]}" for k in keys if k in p)
+
+
+def short_rung_label(label: str) -> str:
+    """A ladder rung's label shortened for a figure's tick."""
+    return (label.replace(" (cache over the adapted states)", "").replace(", one global weight", ", global λ")
+            .replace(" (three-way)", "").replace("per-context weights", "per-context λ"))

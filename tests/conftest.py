@@ -53,7 +53,7 @@ KENLM_VARIANTS = {"probing": ("probing", None, None, None), "trie": ("trie", Non
 
 
 def kenlm_options(name: str):
-    from ngramlm.kenlm_write import BinaryOptions
+    from ngramlm.kenlm.write import BinaryOptions
 
     kind, q, b, a = KENLM_VARIANTS[name]
     return BinaryOptions(kind=kind, prob_bits=q, backoff_bits=b, array_bits=a)
@@ -66,8 +66,8 @@ def kenlm_toy(tmp_path_factory):
     from corpora import load_corpus, prepare
     from corpora.toy import ToyConfig
     from ngramlm import NgramLM
-    from ngramlm.arpa import write_arpa
-    from ngramlm.kenlm_write import write_binary
+    from ngramlm.io.arpa import write_arpa
+    from ngramlm.kenlm.write import write_binary
 
     ds = prepare(load_corpus("toy", toy_config=ToyConfig(n_train_tokens=40_000, n_valid_tokens=2000,
                                                           n_test_tokens=3000)))

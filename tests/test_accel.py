@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from ngramlm import NgramLM, accel
-from ngramlm.arpa import _read_arpa_careful, _read_arpa_fast, read_arpa_tables, write_arpa
+from ngramlm.io.arpa import _read_arpa_careful, _read_arpa_fast, read_arpa_tables, write_arpa
 from ngramlm.loading import read_arpa
 from ngramlm.query import Model, PyState, State
 
@@ -220,7 +220,7 @@ def test_the_fallback_is_used_and_said_when_the_extension_is_off():
 def test_fallback_paths_give_the_same_scores(toy, tmp_path):
     """The whole read -> score -> write round trip in a process without the extension."""
     _, path = toy[0]["mkn4"]
-    code = ("import sys, numpy as np; from ngramlm import Model; from ngramlm.arpa import write_arpa; "
+    code = ("import sys, numpy as np; from ngramlm import Model; from ngramlm.io.arpa import write_arpa; "
             "m = Model(sys.argv[1]); print(repr(m.score('the cat sat on the mat'))); "
             "write_arpa(m.lm, sys.argv[2])")
     out = tmp_path / "fallback.arpa"
@@ -318,7 +318,7 @@ def test_empty_high_orders_write_the_same_bytes_either_way(tmp_path, monkeypatch
 def test_the_threaded_writer_passes_write_errors_to_the_caller():
     import errno
 
-    from ngramlm.arpa import _ThreadedWriter
+    from ngramlm.io.arpa import _ThreadedWriter
 
     class Full:
         def __init__(self):
@@ -347,7 +347,7 @@ def test_the_threaded_writer_passes_write_errors_to_the_caller():
 def test_a_full_disk_while_writing_arpa_leaves_no_file(toy, tmp_path, monkeypatch):
     import errno
 
-    import ngramlm.arpa as arpa
+    import ngramlm.io.arpa as arpa
     from corpora.textio import OutputError
 
     lm, _ = toy[0]["mkn4"]

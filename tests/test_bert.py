@@ -1,4 +1,4 @@
-"""BERT (neural.bert, `ngramlm bert`): the masking rule, NSP pairs, shapes, PLL, checkpoints, pretraining, CLI."""
+"""BERT (neural.bert.model, `ngramlm bert`): the masking rule, NSP pairs, shapes, PLL, checkpoints, pretraining, CLI."""
 from __future__ import annotations
 
 import json
@@ -14,11 +14,11 @@ from click.testing import CliRunner  # noqa: E402
 from corpora import load_corpus  # noqa: E402
 from corpora.errors import InputError  # noqa: E402
 from corpora.vocab import PAD_ID  # noqa: E402
-from neural.bert import (IGNORE, BertLM, PretrainConfig, build_bert, encode_sentences, mask_tokens,  # noqa: E402
-                         pack_pairs, pseudo_log_likelihoods, score_heads, sentence_embeddings,
-                         sentence_pairs, special_ids, truncate_pair)
-from neural.bert_train import pretrain  # noqa: E402
-from reports.bert_commands import bert_group  # noqa: E402
+from neural.bert.model import (IGNORE, BertLM, PretrainConfig, build_bert, encode_sentences, mask_tokens, pack_pairs,
+                               pseudo_log_likelihoods, score_heads, sentence_embeddings, sentence_pairs, special_ids,
+                               truncate_pair)
+from neural.bert.pretrain import pretrain  # noqa: E402
+from reports.commands.bert import bert_group  # noqa: E402
 
 V = 1000  # toolkit ids: 0-3 specials, 4..999 words; [CLS] 1000, [SEP] 1001, [MASK] 1002
 CLS, SEP, MASK = special_ids(V)
@@ -144,7 +144,7 @@ def test_pll_equals_a_hand_loop_over_positions(norm):
 
 
 def test_checkpoint_round_trip_gives_identical_outputs(tmp_path, toy):
-    from neural.bert_train import save_bert
+    from neural.bert.pretrain import save_bert
     from neural.checkpoint import load_model
     from neural.models import model_name
 
@@ -218,7 +218,7 @@ def test_cli_pretrain_pppl_embed(tmp_path):
 
 
 def test_pppl_beside_a_causal_model(tmp_path):
-    from ngramlm.commands import train_cmd
+    from ngramlm.commands.train import train_cmd
 
     out = tmp_path / "b.pt"
     assert run("pretrain", "toy", "--size", "tiny", "--max-steps", 2, "--eval-every", 2, "--threads", 1,
@@ -246,9 +246,9 @@ def test_bad_checkpoints_are_clear_errors(tmp_path):
 
 
 def test_a_causal_checkpoint_is_refused_and_bert_is_refused_by_causal_scoring(tmp_path, toy):
-    from neural.bert_train import save_bert
+    from neural.bert.pretrain import save_bert
     from neural.checkpoint import save_checkpoint
-    from neural.commands import ppl_summary
+    from neural.commands.lm import ppl_summary
     from neural.models import build_model
 
     _, vocab, _ = toy
@@ -264,7 +264,7 @@ def test_a_causal_checkpoint_is_refused_and_bert_is_refused_by_causal_scoring(tm
 
 
 def test_config_validation_and_round_trip():
-    from neural.bert import BERT_PRESETS, BertConfig
+    from neural.bert.model import BERT_PRESETS, BertConfig
 
     cfg = BertConfig(vocab_size=50, d_model=30, n_heads=4)
     with pytest.raises(InputError, match="does not divide"):

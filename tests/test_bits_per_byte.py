@@ -53,7 +53,7 @@ def test_ppl_reports_bits_per_byte_the_same_way_for_two_tokenizations(tmp_path, 
 @needs(*REPORT)
 def test_compare_on_chinese_text_without_spaces_completes(tmp_path, run_cli):
     """`compare hongloumeng` crashed: a line without spaces is one "word", its word perplexity
-    2 ** bits_per_word overflowed (OverflowError in reports/analysis.py)."""
+    2 ** bits_per_word overflowed (OverflowError in reports/experiments/analysis.py)."""
     r = random.Random(5)
     han = [chr(c) for c in range(0x4E00, 0x4E00 + 300)]
     lines = ["".join(r.choice(han) for _ in range(r.randint(150, 250))) + "。" for _ in range(120)]

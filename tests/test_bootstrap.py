@@ -1,4 +1,4 @@
-"""Bootstrap intervals by sentence (reports/bootstrap.py) and for BLEU (neural.translate.bleu_interval):
+"""Bootstrap intervals by sentence (reports/experiments/bootstrap.py) and for BLEU (neural.seq2seq.translate.bleu_interval):
 hand-checkable cases and the normal-theory width on a synthetic text."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from reports import bootstrap
+from reports.experiments import bootstrap
 
 
 def _starts(lengths):
@@ -62,7 +62,7 @@ def test_a_running_text_is_resampled_in_blocks_and_infinite_scores_get_none():
 
 def test_bleu_interval_holds_the_corpus_bleu():
     pytest.importorskip("sacrebleu")
-    from neural.translate import bleu_interval, corpus_bleu
+    from neural.seq2seq.translate import bleu_interval, corpus_bleu
 
     refs = [f"the cat number {i} sat on the mat today" for i in range(60)]
     hyps = [r if i % 3 else r.replace("mat", "hat").replace("today", "") for i, r in enumerate(refs)]

@@ -22,9 +22,9 @@ import pytest
 from corpora import UNK_ID, Vocab
 from corpora.errors import InputError
 from ngramlm import NgramCounts, NgramLM
-from ngramlm.arpa import write_arpa
+from ngramlm.io.arpa import write_arpa
 from ngramlm.loading import read_arpa
-from ngramlm.pruning import apply_keep, entropy_scores, ngram_words, prune_entropy
+from ngramlm.tools.pruning import apply_keep, entropy_scores, ngram_words, prune_entropy
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -423,7 +423,7 @@ def test_ngram_path_never_imports_torch(tmp_path):
     corpus through the CLI must not import torch (the n-gram path is torch-free)."""
     code = (
         "import sys\n"
-        "import corpora, ngramlm, ngramlm.arpa, ngramlm.io_native, ngramlm.pruning, ngramlm.tuning\n"
+        "import corpora, ngramlm, ngramlm.io.arpa, ngramlm.io.native, ngramlm.tools.pruning, ngramlm.tuning\n"
         "import corpora.toy, corpora.tokenize, corpora.vocab\n"
         "assert 'torch' not in sys.modules, 'importing the packages imported torch'\n"
         "model = sys.argv[1]\n"

@@ -9,7 +9,7 @@ import pytest
 from corpora import Vocab
 from corpora.errors import InputError
 from ngramlm import NgramLM
-from ngramlm.count_merge import MergedSmoother, align, check_weights, parse_weights, tune_weights
+from ngramlm.builder.count_merge import MergedSmoother, align, check_weights, parse_weights, tune_weights
 from ngramlm.counts import NgramCounts
 
 # Two "domains" over one small vocabulary: the general text prefers a-b-c orders, the in-domain one

@@ -13,7 +13,7 @@ from corpora.errors import InputError
 from corpora.vocab import BOS_ID, EOS_ID, EncodedText
 from ngramlm import NgramCounts, NgramLM, accel
 from ngramlm.counts import padded_stream
-from ngramlm.infini import InfiniIndex, mixture_log10, tune_lambdas
+from ngramlm.infini.index import InfiniIndex, mixture_log10, tune_lambdas
 
 # Every test here runs on whichever implementation is present (NGRAMLM_NO_EXT=1: the numpy searches);
 # the last ones compare the two directly where the extension is built.
@@ -321,7 +321,7 @@ def test_review_regressions_max_n_empty_text_stdin_and_unknown_words(toy, tmp_pa
 @needs_ext
 @pytest.mark.parametrize("max_n", [0, 1, 2, 4])
 def test_numpy_searches_equal_the_compiled_ones(toy, max_n):
-    from ngramlm import sa_search
+    from ngramlm.infini import sa_search
 
     ds, idx = toy
     for split in ("valid", "test"):
@@ -345,7 +345,7 @@ def test_numpy_searches_equal_the_compiled_ones(toy, max_n):
 
 @needs_ext
 def test_numpy_searches_on_tiny_and_repetitive_indexes():
-    from ngramlm import sa_search
+    from ngramlm.infini import sa_search
 
     vocab = Vocab().fit([["a", "b"]])
     a, b = vocab.stoi_["a"], vocab.stoi_["b"]
@@ -369,7 +369,7 @@ def test_the_infini_commands_run_without_the_extension(tmp_path):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     script = ("import json, sys; sys.path.insert(0, %r); from ngramlm import accel\n"
               "from corpora import load_corpus, prepare\nfrom corpora.toy import ToyConfig\n"
-              "from ngramlm.infini import InfiniIndex\n"
+              "from ngramlm.infini.index import InfiniIndex\n"
               "ds = prepare(load_corpus('toy', toy_config=ToyConfig(n_train_tokens=20000, n_valid_tokens=1000, "
               "n_test_tokens=1000)))\nidx = InfiniIndex.build(ds['train'], ds.vocab)\ns = idx.score(ds['test'])\n"
               "print(json.dumps({'ext': accel.fast is not None, 'eff': s.eff_n.tolist(), 'ch': s.cnt_h.tolist(), "

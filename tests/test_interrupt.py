@@ -39,7 +39,7 @@ import sys
 
 if os.environ.get("MARKERS"):  # imports torch: only where a test waits for a marker
     import neural.evaluate as evaluate
-    import neural.train as train
+    import neural.training.trainer as train
 
     def marked(fn, name):
         def wrapper(*args, **kwargs):

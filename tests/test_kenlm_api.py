@@ -19,7 +19,7 @@ kenlm = pytest.importorskip("kenlm", reason="the kenlm module (pip install kenlm
 def toy_arpa(tmp_path_factory):
     from corpora import load_corpus, prepare
     from corpora.toy import ToyConfig
-    from ngramlm.arpa import write_arpa
+    from ngramlm.io.arpa import write_arpa
 
     ds = prepare(load_corpus("toy", toy_config=ToyConfig(n_train_tokens=60_000, n_valid_tokens=3000,
                                                           n_test_tokens=3000)))
@@ -129,7 +129,7 @@ def test_additive_models_are_refused_clearly(tmp_path):
 @pytest.mark.slow
 def test_ptb_5gram_matches_kenlm(shared_corpora, tmp_path):
     from corpora import load_corpus, prepare
-    from ngramlm.arpa import write_arpa
+    from ngramlm.io.arpa import write_arpa
 
     ds = prepare(load_corpus("ptb", data_dir=shared_corpora))
     lm = NgramLM(order=5, smoothing="mkn").fit(ds["train"], vocab=ds.vocab)

@@ -15,10 +15,9 @@ import pytest
 
 from corpora.errors import InputError
 from ngramlm import Model, accel
-from ngramlm.kenlm_binary import read_trie_tables
-from ngramlm.kenlm_format import (MAGIC, BinaryFile, looks_like_kenlm_binary, read_header,
-                                  required_bits)
-from ngramlm.kenlm_write import BinaryOptions, _encode, _make_bins, murmur_hash64a, write_binary
+from ngramlm.kenlm.read import read_trie_tables
+from ngramlm.kenlm.format import MAGIC, BinaryFile, looks_like_kenlm_binary, read_header, required_bits
+from ngramlm.kenlm.write import BinaryOptions, _encode, _make_bins, murmur_hash64a, write_binary
 from ngramlm.loading import load_any
 
 from conftest import KENLM_VARIANTS, kenlm_options
@@ -194,9 +193,9 @@ def test_pruned_models_get_blanks_and_still_score_the_same(toy, tmp_path):
     """An entropy-pruned model keeps n-grams whose suffixes are gone; the binary gets KenLM's blanks,
     and the kenlm module and ngramlm score it as the ARPA (every variant)."""
     from ngramlm import NgramLM
-    from ngramlm.arpa import write_arpa
-    from ngramlm.kenlm_format import read_header
-    from ngramlm.prune_size import prune_scores, prune_with, search_threshold
+    from ngramlm.io.arpa import write_arpa
+    from ngramlm.kenlm.format import read_header
+    from ngramlm.tools.prune_size import prune_scores, prune_with, search_threshold
 
     lm = toy["lm"]
     total = sum(lm.n_ngrams_[1:])
@@ -289,7 +288,7 @@ def test_a_trie_is_scored_in_place_as_its_decoded_tables_score(toy, name):
     """load_any maps a trie and searches it where it lies (TrieScorer); with ngrams=True it decodes
     every n-gram.  Both give the same numbers per token, and the same next-word distribution, with
     and without <s> in view."""
-    from ngramlm.trie_model import TrieScorer
+    from ngramlm.kenlm.trie import TrieScorer
 
     path = toy["files"][name]
     fast, full = load_any(path), load_any(path, ngrams=True)
@@ -347,7 +346,7 @@ def test_a_damaged_trie_never_crashes_the_search(toy, tmp_path, name):
     import subprocess
     import sys
 
-    from ngramlm.kenlm_binary import trie_structure
+    from ngramlm.kenlm.read import trie_structure
 
     src = toy["files"][name]
     with BinaryFile(src) as bf:
@@ -385,7 +384,7 @@ def test_a_damaged_trie_never_crashes_the_search(toy, tmp_path, name):
 def test_a_damaged_trie_fails_export_with_one_line(toy, tmp_path, run_cli):
     """Decoding stops at the first inconsistent pointer: the error names the file, the output is not
     written, and no second error from unmapping the file hides the first."""
-    from ngramlm.kenlm_binary import trie_structure
+    from ngramlm.kenlm.read import trie_structure
 
     src = toy["files"]["trie"]
     with BinaryFile(src) as bf:

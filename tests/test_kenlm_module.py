@@ -19,7 +19,7 @@ import pytest
 import ngramlm.kenlm as lean
 from corpora.errors import InputError
 from ngramlm import accel
-from ngramlm.kenlm_write import murmur_hash64a
+from ngramlm.kenlm.write import murmur_hash64a
 from ngramlm.query import Model as ToolkitModel
 
 pytestmark = pytest.mark.skipif(accel.fast is None, reason="ngramlm.kenlm searches binaries with the compiled "
@@ -160,7 +160,7 @@ def test_damaged_files_give_the_path_and_the_fix(toy, tmp_path):
         lean.Model(cut)
     assert str(cut) in str(e.value)
     # Overwrite the unigram records' child pointers: refused at load, never read out of the map.
-    from ngramlm.kenlm_format import BinaryFile, _trie_config, trie_layout
+    from ngramlm.kenlm.format import BinaryFile, _trie_config, trie_layout
 
     with BinaryFile(toy["files"]["trie"]) as bf:
         h = bf.header
@@ -261,7 +261,7 @@ def test_a_file_without_its_vocabulary_strings_reads_as_kenlm_reads_it(toy, tmp_
     ngramlm.kenlm (ngramlm.Model, which reads the strings, refuses such a file with the reason)."""
     import importlib.util
 
-    from ngramlm.kenlm_write import BinaryOptions, write_binary
+    from ngramlm.kenlm.write import BinaryOptions, write_binary
 
     kenlm = importlib.import_module("kenlm") if importlib.util.find_spec("kenlm") else None
     for kind in ("probing", "trie"):

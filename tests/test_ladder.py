@@ -11,8 +11,8 @@ torch = pytest.importorskip("torch")
 
 from corpora import load_corpus, prepare  # noqa: E402
 from corpora.vocab import EncodedText  # noqa: E402
-from ngramlm.context_mix import (fit_bucket_mix, global_mix, infini_context_buckets, mix_by_bucket,  # noqa: E402
-                                 ngram_context_buckets)
+from ngramlm.tools.context_mix import (fit_bucket_mix, global_mix, infini_context_buckets, mix_by_bucket,
+                                       ngram_context_buckets)
 from ngramlm.model import NgramLM  # noqa: E402
 from neural.config import RNNConfig, TrainConfig  # noqa: E402
 from neural.regularize import WeightAverage, activation_penalty, embedding_dropout, locked_dropout  # noqa: E402
@@ -199,7 +199,7 @@ def test_weight_average_is_the_mean_of_the_weights_after_each_step():
 def test_nt_averaging_writes_the_averaged_weights_to_the_best_checkpoint_and_resumes(tmp_path):
     from neural.checkpoint import load_model
     from neural.evaluate import evaluate
-    from neural.train import Trainer
+    from neural.training.trainer import Trainer
 
     ds = prepare(load_corpus("toy"))
     train = ds["train"].ids[:6000]
@@ -225,9 +225,9 @@ def test_nt_averaging_writes_the_averaged_weights_to_the_best_checkpoint_and_res
 
 # ---------------------------------------------------------------------------- the ladder
 def test_the_ladder_end_to_end_on_a_small_corpus(tmp_path):
-    from neural.train import Trainer
-    from reports.ladder import LadderOptions, run_ladder
-    from reports.ladder_render import write_ladder
+    from neural.training.trainer import Trainer
+    from reports.experiments.ladder import LadderOptions, run_ladder
+    from reports.render.ladder import write_ladder
 
     toy = load_corpus("toy")
     lines = [" ".join(s) for s in toy.sentences("train")[:1500]]

@@ -8,7 +8,7 @@ import pytest
 
 from corpora.errors import InputError
 from ngramlm import NgramLM
-from ngramlm.arpa import write_arpa
+from ngramlm.io.arpa import write_arpa
 from ngramlm.loading import read_arpa
 
 

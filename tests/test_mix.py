@@ -12,10 +12,10 @@ import pytest
 
 from corpora import Vocab
 from ngramlm import NgramLM
-from ngramlm.arpa import write_arpa
+from ngramlm.io.arpa import write_arpa
 from ngramlm.loading import read_arpa
-from ngramlm.mix import (best_mix, component_log10, component_token_log10, dynamic_log10, mix_tables,
-                         union_vocabulary)
+from ngramlm.tools.mix import (best_mix, component_log10, component_token_log10, dynamic_log10, mix_tables,
+                               union_vocabulary)
 from conftest import sentence_contexts as _contexts
 
 

@@ -18,7 +18,7 @@ from corpora import load_corpus, prepare
 from corpora.errors import InputError
 from corpora.toy import ToyConfig
 from ngramlm import NgramLM
-from ngramlm import io_native
+from ngramlm.io import native as io_native
 from ngramlm.loading import load_native
 from ngramlm.loading import load_any
 

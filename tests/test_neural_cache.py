@@ -20,12 +20,12 @@ from click.testing import CliRunner  # noqa: E402
 
 from corpora import Vocab  # noqa: E402
 from corpora.errors import InputError  # noqa: E402
-from neural.adaptive_eval import AdaptOptions, evaluate_adapted  # noqa: E402
-from neural.cache import (cache_distribution, cache_sizes, mix_log_probs, neural_cache_log_probs,  # noqa: E402
-                          tune_mixture, unigram_cache_log_probs)
-from neural.commands import neural_group, ppl_summary  # noqa: E402
+from neural.adaptation.adaptive import AdaptOptions, evaluate_adapted  # noqa: E402
+from neural.adaptation.cache import (cache_distribution, cache_sizes, mix_log_probs, neural_cache_log_probs,
+                                     tune_mixture, unigram_cache_log_probs)
+from neural.commands.lm import neural_group, ppl_summary  # noqa: E402
 from neural.config import RNNConfig, TrainConfig, TransformerConfig  # noqa: E402
-from neural.dynamic_eval import DynamicEvalConfig, dynamic_token_log_probs, gradient_rms  # noqa: E402
+from neural.adaptation.dynamic import DynamicEvalConfig, dynamic_token_log_probs, gradient_rms  # noqa: E402
 from neural.evaluate import token_log_probs, token_log_probs_and_hidden  # noqa: E402
 from neural.models import build_model  # noqa: E402
 
@@ -269,7 +269,7 @@ WORDS = "the a cat dog sat ran on under mat log and then big small red".split()
 @pytest.fixture(scope="module")
 def trained():
     """A tiny LSTM trained ~2 s on random sentences of WORDS (it learns the unigram and little else)."""
-    from neural.train import Trainer
+    from neural.training.trainer import Trainer
 
     rng = np.random.default_rng(0)
 

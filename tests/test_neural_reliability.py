@@ -15,7 +15,7 @@ from neural import precision  # noqa: E402
 from neural.config import (COMPARE_TRAIN_PRESETS, MODEL_PRESETS, architecture, TRAIN_PRESETS, RNNConfig, TrainConfig,  # noqa: E402
                            TransformerConfig, parse_override, sized)
 from neural.models import build_model  # noqa: E402
-from neural.train import Trainer  # noqa: E402
+from neural.training.trainer import Trainer  # noqa: E402
 
 
 # ---------------------------------------------------------------------------- one source of defaults
@@ -34,7 +34,7 @@ def test_the_default_preset_is_what_the_dataclasses_and_the_cli_say(run_cli):
 
 
 def test_compare_builds_its_models_from_the_same_presets():
-    from reports.neural_part import model_config, train_config
+    from reports.experiments.neural_part import model_config, train_config
 
     assert model_config("transformer", "default", 50) == sized(MODEL_PRESETS["default"]["transformer"], 50).to_dict()
     assert model_config("gru", "small", 50) == sized(MODEL_PRESETS["small"]["rnn"], 50, cell="gru").to_dict()
@@ -117,8 +117,8 @@ def test_a_time_budget_covers_training_validation_and_the_final_scoring():
 
 
 def test_compare_says_up_front_when_a_budget_cannot_pay_for_the_scoring(monkeypatch):
-    import reports.neural_part as part
-    from reports.settings import CompareSettings
+    import reports.experiments.neural_part as part
+    from reports.experiments.settings import CompareSettings
 
     cost = {"lstm": 10.0, "transformer": 100.0}  # seconds to score valid + test, as if measured
     monkeypatch.setattr(part, "scoring_seconds", lambda name, size, data, probe_tokens=2000: cost[name])

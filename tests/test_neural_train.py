@@ -19,7 +19,7 @@ from neural.sniff import is_checkpoint  # noqa: E402
 from neural.checkpoint import best_path, load_checkpoint, load_model, save_checkpoint  # noqa: E402
 from neural.config import RNNConfig, TrainConfig, TransformerConfig  # noqa: E402
 from neural.models import build_model  # noqa: E402
-from neural.train import Trainer, TrainingDiverged  # noqa: E402
+from neural.training.trainer import Trainer, TrainingDiverged  # noqa: E402
 
 WORDS = "the a cat dog sat ran on under mat log and then".split()
 
@@ -267,7 +267,7 @@ def test_contention_monitor_sees_another_busy_process():
     import sys
     import time
 
-    from neural.contention import ContentionMonitor
+    from neural.training.contention import ContentionMonitor
 
     mon = ContentionMonitor()
     if mon._last is None:
@@ -288,7 +288,7 @@ def test_evaluation_uses_one_thread_while_the_cores_are_shared(tmp_path, monkeyp
     """With other jobs on the cores, validation (and the caller's scoring) run with one thread -- two
     busy-waiting threads stall there (toy test scoring: 6 s alone, 41 s beside two CPU-bound jobs,
     7 s with one thread) -- and the budget is estimated at that thread count."""
-    from neural import contention
+    from neural.training import contention
 
     vocab, tr, va = make_vocab_and_data(n_train=600)
     def busy(self):
@@ -296,7 +296,7 @@ def test_evaluation_uses_one_thread_while_the_cores_are_shared(tmp_path, monkeyp
         return self.others
 
     monkeypatch.setattr(contention.ContentionMonitor, "sample", busy)
-    import neural.train as train_mod
+    import neural.training.trainer as train_mod
 
     times = iter(range(0, 10**6, 3))  # each perf_counter() call is 3 s later: a look every batch
     real = train_mod.time.perf_counter

@@ -8,7 +8,7 @@ from corpora import Vocab
 from corpora.toy import generate_corpus
 from ngramlm import NgramLM
 from ngramlm.loading import read_arpa
-from ngramlm.pruning import ngram_words
+from ngramlm.tools.pruning import ngram_words
 
 FIXTURE = Path(__file__).parent / "data" / "toy3.kenlm.arpa.gz"
 LIMIT_FIXTURE = Path(__file__).parent / "data" / "toy3-limit.kenlm.arpa.gz"

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from ngramlm import NgramLM, NgramCounts
-from ngramlm.pruning import apply_keep, entropy_scores, ngram_words
+from ngramlm.tools.pruning import apply_keep, entropy_scores, ngram_words
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +84,7 @@ def test_entropy_pruning_trades_size_for_perplexity(tm):
 
 
 def test_pruned_model_round_trips_through_arpa(tm, tmp_path):
-    from ngramlm.arpa import write_arpa
+    from ngramlm.io.arpa import write_arpa
     from ngramlm.loading import read_arpa
 
     lm = NgramLM(order=3, smoothing="mkn", discount_fallback=(0.5, 1, 1.5), prune=[0, 1, 1]).fit(
@@ -113,9 +113,9 @@ def test_entropy_pruning_agrees_with_kaldingram(tm, tmp_path):
     import sys
 
     pytest.importorskip("kaldingram")
-    from ngramlm.arpa import write_arpa
+    from ngramlm.io.arpa import write_arpa
     from ngramlm.loading import read_arpa
-    from ngramlm.pruning import prune_entropy
+    from ngramlm.tools.pruning import prune_entropy
 
     lm = NgramLM(order=3, smoothing="mkn", discount_fallback=(0.5, 1, 1.5)).fit(tm["train"], vocab=tm.vocab)
     write_arpa(lm, tmp_path / "full.arpa")

@@ -74,7 +74,7 @@ def test_token_scores_add_up(ptb, counts5):
 
 
 def test_arpa_round_trip_and_kenlm_parity(ptb, tmp_path):
-    from ngramlm.arpa import write_arpa
+    from ngramlm.io.arpa import write_arpa
     from ngramlm.loading import read_arpa
 
     lm = NgramLM(order=3, smoothing="mkn").fit(ptb["train"], vocab=ptb.vocab)

@@ -1,4 +1,4 @@
-"""Out-of-core estimation (ngramlm.outofcore): the model written from counts on disk is the in-memory model.
+"""Out-of-core estimation (ngramlm.builder.outofcore): the model written from counts on disk is the in-memory model.
 
 A budget of 70 MB counts the 200k-token toy text in about 7 blocks of 30,000 tokens; the merged
 counts (about 500k n-grams) would need ~35 MB in memory, far past the 6 MB the budget leaves, so
@@ -19,12 +19,13 @@ import pytest
 from corpora.errors import InputError
 from corpora.textio import OutputError
 from corpora.vocab import EncodedText
-from ngramlm import NgramCounts, NgramLM, accel, outofcore
-from ngramlm.arpa import write_arpa
-from ngramlm.build import BuildInput, build_counts
-from ngramlm.diskarrays import ColumnWriter, count_occurrences, gather
+from ngramlm import NgramCounts, NgramLM, accel
+from ngramlm.builder import outofcore
+from ngramlm.io.arpa import write_arpa
+from ngramlm.builder.text_counts import BuildInput, build_counts
+from ngramlm.builder.diskarrays import ColumnWriter, count_occurrences, gather
 from ngramlm.loading import load_native
-from ngramlm.streaming import DiskCounts, RunMerger, TempFolder
+from ngramlm.builder.streaming import DiskCounts, RunMerger, TempFolder
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = "70M"

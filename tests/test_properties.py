@@ -33,9 +33,9 @@ from corpora.testing import json_paths, pickle_tripwire  # noqa: E402
 from corpora.tokenize import (KINDS, NORMALIZATIONS, TokenizerSpec, char_tokenize, detokenize,  # noqa: E402
                               make_tokenizer)
 from ngramlm import NgramLM  # noqa: E402
-from ngramlm.arpa import looks_like_arpa, write_arpa  # noqa: E402
+from ngramlm.io.arpa import looks_like_arpa, write_arpa  # noqa: E402
 from ngramlm.loading import read_arpa  # noqa: E402
-from ngramlm.io_native import is_native  # noqa: E402
+from ngramlm.io.native import is_native  # noqa: E402
 from ngramlm.loading import load_native  # noqa: E402
 
 # Derandomized by default: the test command (and CI) draws the same examples every run, so a
@@ -582,7 +582,7 @@ def _tables_or_error(fn, raw: bytes):
 def test_compiled_and_careful_arpa_readers_agree_on_corrupted_files(data, lines):
     """Differential: whatever the compiled reader accepts, the careful one reads to the same tables."""
     from ngramlm import accel
-    from ngramlm.arpa import _read_arpa_careful, _read_arpa_fast
+    from ngramlm.io.arpa import _read_arpa_careful, _read_arpa_fast
 
     if accel.fast is None:
         pytest.skip(f"compiled extension: {accel.describe()}")

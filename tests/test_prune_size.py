@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from ngramlm import NgramLM
-from ngramlm.arpa import write_arpa
+from ngramlm.io.arpa import write_arpa
 from ngramlm.loading import load_any
-from ngramlm.pruning import ngram_words, prune_entropy
-from ngramlm.prune_size import keep_masks, kept_counts, prune_scores
+from ngramlm.tools.pruning import ngram_words, prune_entropy
+from ngramlm.tools.prune_size import keep_masks, kept_counts, prune_scores
 from conftest import sentence_contexts as _contexts
 
 

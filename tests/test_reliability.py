@@ -167,7 +167,7 @@ def test_neural_train_checks_its_output_before_training(run_cli, tmp_path):
 
 @needs("torch")
 def test_a_trained_model_whose_out_cannot_be_written_is_rescued(run_cli, tmp_path, monkeypatch):
-    import neural.train as train_mod
+    import neural.training.trainer as train_mod
 
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "keep" / "m.pt"

@@ -34,7 +34,7 @@ def toy() -> dict:
 
 
 def _render(results: dict, out: Path) -> tuple[str, str]:
-    from reports.render import render
+    from reports.render.report import render
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results), "utf-8")

@@ -172,7 +172,7 @@ def test_a_learning_curve_never_contradicts_the_table_silently(tmp_path, run_cli
     run than the results table's model (a minutes budget: a quarter of it), the report says so with both
     numbers and the figure marks the table's model.  Before, PTB's LSTM read 192 on the curve and 89.4
     in the table with nothing to say why."""
-    from reports.render import build_context, render
+    from reports.render.report import build_context, render
 
     out = tmp_path / "run"
     code, _, err = run_cli("compare", "--quick", "--neural", "lstm", "-o", out)
@@ -210,7 +210,7 @@ def test_a_results_file_of_an_earlier_version_still_renders(tmp_path, run_cli):
 def test_an_undertrained_neural_row_is_flagged_not_reported_as_a_result(tmp_path, run_cli):
     """The README's main job once trained its Transformer for one batch on shared cores: test ppl 2,908
     against the unigram's 301, shown as a result, the self-test saying "pass"."""
-    from reports.render import build_context, render, undertrained
+    from reports.render.report import build_context, render, undertrained
 
     out = tmp_path / "run"
     code, _, err = run_cli("compare", "--quick", "--neural", "lstm", "-o", out)

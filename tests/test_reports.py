@@ -25,11 +25,11 @@ for _mod, _extra in (("matplotlib", "report"), ("jinja2", "report"), ("torch", "
 
 from corpora.vocab import UNK_ID  # noqa: E402
 from ngramlm import NgramCounts, NgramLM  # noqa: E402
-from reports.analysis import choose_passage, mixture_bits, normalise, tune_lambda  # noqa: E402
+from reports.experiments.analysis import choose_passage, mixture_bits, normalise, tune_lambda  # noqa: E402
 from reports import plots  # noqa: E402
-from reports.data import load_data  # noqa: E402
-from reports.render import build_context, fmt_budget, fmt_fixed  # noqa: E402
-from reports.settings import CompareSettings, quick_settings  # noqa: E402
+from reports.experiments.data import load_data  # noqa: E402
+from reports.render.report import build_context, fmt_budget, fmt_fixed  # noqa: E402
+from reports.experiments.settings import CompareSettings, quick_settings  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts"

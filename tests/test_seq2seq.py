@@ -17,11 +17,11 @@ from corpora.vocab import BOS_ID, EOS_ID, Vocab  # noqa: E402
 from neural.cells import fused_layer_to_scratch  # noqa: E402
 from neural.checkpoint import load_model, save_checkpoint  # noqa: E402
 from neural.config import Seq2SeqConfig, TrainConfig  # noqa: E402
-from neural.pairs import pair_batch, source_batch  # noqa: E402
-from neural.seq2seq import BiRNNEncoder, Seq2Seq, reverse_padded  # noqa: E402
-from neural.seq2seq_train import Seq2SeqTrainer  # noqa: E402
-from neural.translate import (attention_for, beam_translate, corpus_bleu, greedy_translate, ids_to_text,  # noqa: E402
-                              score_pairs)
+from neural.seq2seq.pairs import pair_batch, source_batch  # noqa: E402
+from neural.seq2seq.rnn import BiRNNEncoder, Seq2Seq, reverse_padded  # noqa: E402
+from neural.seq2seq.train import Seq2SeqTrainer  # noqa: E402
+from neural.seq2seq.translate import (attention_for, beam_translate, corpus_bleu, greedy_translate, ids_to_text,
+                                      score_pairs)
 
 
 def config(**kw) -> Seq2SeqConfig:

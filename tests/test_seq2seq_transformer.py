@@ -21,14 +21,14 @@ from corpora.vocab import BOS_ID, EOS_ID, Vocab  # noqa: E402
 from neural.checkpoint import load_model, save_checkpoint  # noqa: E402
 from neural.config import Seq2SeqConfig, TrainConfig  # noqa: E402
 from neural.models import build_model, model_name  # noqa: E402
-from neural.pairs import pair_batch, source_batch  # noqa: E402
-from neural.seq2seq import Seq2Seq  # noqa: E402
-from neural.seq2seq_train import Seq2SeqTrainer  # noqa: E402
-from neural.seq2seq_transformer import (SEQ2SEQ_TRANSFORMER_PRESETS, SEQ2SEQ_TRANSFORMER_TRAIN,  # noqa: E402
-                                        Seq2SeqTransformer, Seq2SeqTransformerConfig, TranslatorConfig,
+from neural.seq2seq.pairs import pair_batch, source_batch  # noqa: E402
+from neural.seq2seq.rnn import Seq2Seq  # noqa: E402
+from neural.seq2seq.train import Seq2SeqTrainer  # noqa: E402
+from neural.seq2seq.transformer import (SEQ2SEQ_TRANSFORMER_PRESETS, SEQ2SEQ_TRANSFORMER_TRAIN, Seq2SeqTransformer,
+                                        Seq2SeqTransformerConfig, TranslatorConfig,
                                         resolve_seq2seq_transformer_config)
-from neural.translate import (attention_for, attention_maps_for, beam_translate, corpus_bleu,  # noqa: E402
-                              greedy_translate, ids_to_text, sample_translate, score_pairs)
+from neural.seq2seq.translate import (attention_for, attention_maps_for, beam_translate, corpus_bleu,
+                                      greedy_translate, ids_to_text, sample_translate, score_pairs)
 
 FRA_ENG = Path(os.environ.get("NGRAMLM_TEST_CORPORA", "../shared/corpora"))
 
@@ -64,7 +64,7 @@ def test_config_round_trip_presets_and_refusals():
                                               train={"lr": None, "epochs": 3})
     assert (m.d_model, m.d_ff, m.n_heads, t.lr, t.epochs) == (64, 128, 4, SEQ2SEQ_TRANSFORMER_TRAIN.lr, 3)
     # The CLI's help texts quote the default preset without importing torch: they must agree.
-    from neural import seq2seq_commands as cmd
+    from neural.commands import seq2seq as cmd
 
     default = SEQ2SEQ_TRANSFORMER_PRESETS["default"]
     assert (cmd._S2T.d_model, cmd._S2T.n_heads, cmd._S2T.dropout) == (default.d_model, default.n_heads, default.dropout)

@@ -85,7 +85,7 @@ def _stats_rows(out: str) -> dict:
 
 
 def test_stats_and_compare_give_the_same_numbers(run_cli):
-    from reports.ngram_part import vwall
+    from reports.experiments.ngram_part import vwall
 
     order = 4
     code, out, err = run_cli("stats", "toy", "--order", str(order))

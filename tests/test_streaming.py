@@ -20,9 +20,9 @@ import pytest
 from corpora.errors import InputError
 from corpora.textio import OutputError
 from ngramlm import NgramCounts, NgramLM
-from ngramlm.build import BuildInput, build_counts
+from ngramlm.builder.text_counts import BuildInput, build_counts
 from ngramlm.loading import load_native
-from ngramlm.streaming import TEMP_PREFIX, block_tokens_for, parse_memory
+from ngramlm.builder.streaming import TEMP_PREFIX, block_tokens_for, parse_memory
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = "70M"
@@ -178,7 +178,7 @@ def test_a_full_disk_while_spilling_is_one_line_and_cleans_up(toy_text, tmp_path
 
 
 def test_ctrl_c_mid_build_removes_the_temp_runs(toy_text, tmp_path, monkeypatch):
-    import ngramlm.streaming as streaming
+    import ngramlm.builder.streaming as streaming
 
     path, _ = toy_text
     real = NgramCounts.from_encoded.__func__
@@ -239,7 +239,7 @@ def test_dask_build_on_two_workers_gives_the_same_model(toy_text, tmp_path, clus
 
 
 def test_a_worker_killed_mid_job_is_retried_and_the_model_is_the_same(toy_text, tmp_path, cluster, monkeypatch):
-    import ngramlm.distributed as dist
+    import ngramlm.builder.cluster as dist
 
     path, _ = toy_text
     monkeypatch.setattr(dist, "_TASK_DELAY_S", 0.4)  # each task sleeps first: time to kill a worker mid-job
@@ -261,7 +261,7 @@ def test_a_worker_killed_mid_job_is_retried_and_the_model_is_the_same(toy_text, 
 
 
 def test_an_unreachable_scheduler_is_an_error_within_seconds():
-    from ngramlm.distributed import connect
+    from ngramlm.builder.cluster import connect
 
     t = time.perf_counter()
     with pytest.raises(InputError) as e:
@@ -273,7 +273,7 @@ def test_an_unreachable_scheduler_is_an_error_within_seconds():
 
 
 def test_shards_cover_the_file_at_line_starts_with_their_line_numbers(toy_text):
-    from ngramlm.distributed import shards_of
+    from ngramlm.builder.cluster import shards_of
 
     path, _ = toy_text
     raw = path.read_bytes()
@@ -286,7 +286,7 @@ def test_shards_cover_the_file_at_line_starts_with_their_line_numbers(toy_text):
 
 def test_spooled_blocks_end_at_sentence_ends_even_past_a_sentence_longer_than_a_block(tmp_path):
     from corpora.tokenize import TokenizerSpec, make_tokenizer
-    from ngramlm.streaming import TempFolder, blocks_from_spool, spool_ids
+    from ngramlm.builder.streaming import TempFolder, blocks_from_spool, spool_ids
 
     lines = ["a b c", " ".join(f"w{i}" for i in range(2500)), "d e", "", "f"] * 3 + [" ".join(["x"] * 4000)]
     path = tmp_path / "t.txt"
@@ -310,7 +310,7 @@ def _spooled_tokens(path: Path, tmp: Path, *, keep_empty: bool, compiled: bool, 
                     block_bytes: int) -> tuple:
     """(the spilled stream as words, {word: count}) from spool_ids, with or without the C spooler."""
     from ngramlm import accel
-    from ngramlm.streaming import TempFolder, spool_ids
+    from ngramlm.builder.streaming import TempFolder, spool_ids
 
     if not compiled:
         monkeypatch.setattr(accel, "fast", None)

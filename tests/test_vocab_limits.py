@@ -11,8 +11,8 @@ import pytest
 from corpora import Vocab
 from ngramlm import NgramLM
 from ngramlm.loading import load_any
-from ngramlm.pruning import ngram_words, score_rows
-from ngramlm.vocab_filter import limit_vocabulary, removed_mass
+from ngramlm.tools.pruning import ngram_words, score_rows
+from ngramlm.tools.vocab_filter import limit_vocabulary, removed_mass
 
 N_LISTED = 400  # the most frequent training words make the list
 

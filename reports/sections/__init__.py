@@ -8,22 +8,7 @@ and its Markdown and HTML fragments.  A new section is one module here plus one 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, Optional
-
-
-@dataclass(frozen=True)
-class Section:
-    name: str
-    anchor: str  # the HTML id of its heading
-    title: str  # Markdown heading (after the number)
-    html_title: str
-    md: str  # Jinja fragment after the heading
-    html: str
-    compute: Optional[Callable] = None  # compute(run): fills run.results[...]
-    context: Optional[Callable[[dict], dict]] = None  # context(results) -> template variables
-    plots: dict = field(default_factory=dict)  # name -> (title, fn(results) -> PNG bytes or None)
-
+from .base import Section  # noqa: F401 (re-exported: the section type)
 
 from . import attention, curves, infini, interpolation, ladder, orders, per_token, pruning, tokenizations, training, vwall  # noqa: E402,E501
 

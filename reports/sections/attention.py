@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Optional
 
 from .. import plots
-from . import Section
+from .base import Section
 
 
 def compute(run) -> None:
     transformer, passage = run.transformer(), run.results.get("passage")
     if transformer is None or transformer["id"] not in run.checkpoints or not passage:
         return
-    from ..neural_part import attention_view
+    from ..experiments.neural_part import attention_view
 
     a = passage["start_token"]
     ids = run.data["test"].ids[a:a + len(passage["tokens"])]

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from .. import plots
 from ..formatting import describe_budget, fmt_budget, fmt_budget_spec, fmt_ppl
-from . import Section
+from .base import Section
 
 
 def compute(run) -> None:
     from ngramlm import NgramCounts
 
-    from ..data import prefix
-    from ..ngram_part import ngram_row, ngram_settings
+    from ..experiments.data import prefix
+    from ..experiments.ngram_part import ngram_row, ngram_settings
 
     s, d = run.settings, run.data
     if not s.curve:  # --curve none
@@ -43,7 +43,7 @@ def compute(run) -> None:
                        "points": pts})
     best = run.best("neural")
     if best is not None:
-        from ..neural_part import LABELS, neural_row, neural_settings
+        from ..experiments.neural_part import LABELS, neural_row, neural_settings
 
         pts = []
         budget = s.curve_budget()

@@ -1,15 +1,15 @@
 """Section: n -> ∞ -- the ∞-gram indexed on the training text, alone and mixed with the best n-gram
 model and each neural model; how long a history the text supports, and where the mixture helps
-(the computing is :mod:`reports.infini_part`)."""
+(the computing is :mod:`reports.experiments.infini_part`)."""
 from __future__ import annotations
 
 from .. import plots
 from ..formatting import fmt_fixed, fmt_ppl, fmt_share
-from . import Section
+from .base import Section
 
 
 def compute(run) -> None:
-    from ..infini_part import infini_section
+    from ..experiments.infini_part import infini_section
 
     partners = [r for r in [run.best("ngram")] + [r for r in run.results.get("neural", [])
                                                    if r.get("valid") and r["id"] in run.arrays] if r]

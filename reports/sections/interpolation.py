@@ -2,9 +2,10 @@
 valid: ``p = lam p_ngram + (1 - lam) p_neural``."""
 from __future__ import annotations
 
-from .. import analysis, plots
+from .. import plots
+from ..experiments import analysis
 from ..formatting import fmt_fixed, fmt_ppl
-from . import Section
+from .base import Section
 
 
 def compute(run) -> None:

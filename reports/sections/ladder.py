@@ -1,6 +1,6 @@
 """Section: the ladder (``compare --ladder``) -- count ideas put back into each neural model, one rung at a
 time, on the same test tokens: + neural cache, + dynamic evaluation, + the n-gram model (one global
-weight, then weights per context), + the ∞-gram (the computing is :mod:`reports.ladder`)."""
+weight, then weights per context), + the ∞-gram (the computing is :mod:`reports.experiments.ladder`)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,7 +8,7 @@ from typing import Optional
 
 from .. import plots
 from ..formatting import fmt_fixed
-from . import Section
+from .base import Section
 
 
 def compute(run) -> None:
@@ -17,8 +17,8 @@ def compute(run) -> None:
         return
     from neural.checkpoint import best_path, load_model
 
-    from ..data import cache_key
-    from ..ladder import LadderOptions, climb
+    from ..experiments.data import cache_key
+    from ..experiments.ladder import LadderOptions, climb
 
     d = run.data
     out = []
@@ -58,7 +58,7 @@ def context(results: dict) -> dict:
     ladders = results.get("ladder")
     if not ladders:
         return {"ladder": None}
-    from ..ladder_render import _params
+    from ..formatting import rung_params
 
     out = []
     for lad in ladders:
@@ -67,7 +67,7 @@ def context(results: dict) -> dict:
                  "test": fmt_fixed(r["test_ppl"], 2), "test_v": r["test_ppl"], "star": r["test_ppl"] == best,
                  "ci": (f"{r['test_ppl_ci'][0]:.2f}–{r['test_ppl_ci'][1]:.2f}" if r["test_ppl_ci"] else "–"),
                  "valid": fmt_fixed(r["valid_ppl"], 2), "bits": fmt_fixed(r["test_bits_per_token"], 4),
-                 "extra": _fmt_s(r["extra_seconds"]), "extra_v": r["extra_seconds"], "params": _params(r["params"])}
+                 "extra": _fmt_s(r["extra_seconds"]), "extra_v": r["extra_seconds"], "params": rung_params(r["params"])}
                 for r in lad["rows"]]
         labels = {r["id"]: r["label"] for r in lad["rows"]}
         steps = [{"title": f"{labels[st['from']]} → {labels[st['to']]}", "mean": f"{st['mean_bits_gained']:+.4f}",
@@ -94,10 +94,10 @@ def figure(results: dict) -> Optional[bytes]:
         colour = plots.FAMILY_COLOURS["neural"] if i == 0 else plots.OKABE_ITO[(i + 4) % len(plots.OKABE_ITO)]
         ax.errorbar(range(len(y)), y, yerr=[lo, hi], marker=plots.MARKERS[i % len(plots.MARKERS)], capsize=3,
                     color=colour, linestyle=plots.DASHES[i % len(plots.DASHES)], label=lad["model_label"])
-    from ..ladder_render import _short
+    from ..formatting import short_rung_label
 
     ax.set_xticks(range(len(names)))
-    ax.set_xticklabels([_short(n) for n in names], rotation=25, ha="right", fontsize=8)
+    ax.set_xticklabels([short_rung_label(n) for n in names], rotation=25, ha="right", fontsize=8)
     ax.set_ylabel("test perplexity")
     ax.set_title("The ladder: each rung adds one idea (95 % bootstrap intervals)", fontsize=9)
     ax.grid(alpha=0.3)

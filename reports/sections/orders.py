@@ -6,7 +6,7 @@ from typing import Optional
 
 from .. import plots
 from ..formatting import fmt_fixed, fmt_ppl
-from . import Section
+from .base import Section
 
 
 def _grid_cell(r: Optional[dict]) -> dict:

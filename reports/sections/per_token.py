@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from .. import analysis
+from ..experiments import analysis
 from ..formatting import fmt_fixed
-from . import Section
+from .base import Section
 
 
 def compute(run) -> None:
-    from ..data import toy_token_log2probs
+    from ..experiments.data import toy_token_log2probs
 
     s, d = run.settings, run.data
     ng, nn = run.best("ngram"), run.best("neural")

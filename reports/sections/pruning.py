@@ -1,7 +1,7 @@
 """Section: perplexity against size -- the best back-off n-gram model entropy-pruned to 50 %, 10 % and
 1 % of its n-grams (``ngramlm prune --size``), each with its test perplexity and the bytes of the
 KenLM binary a decoder would load (``build-binary trie -q 8 -b 8 -a 22``, the format speech
-recognisers ship).  The pruning is :mod:`ngramlm.prune_size`'s."""
+recognisers ship).  The pruning is :mod:`ngramlm.tools.prune_size`'s."""
 from __future__ import annotations
 
 import time
@@ -9,7 +9,7 @@ from typing import Optional
 
 from .. import plots
 from ..formatting import fmt_fixed
-from . import Section
+from .base import Section
 
 FRACTIONS = (1.0, 0.5, 0.1, 0.01)
 
@@ -32,8 +32,8 @@ def size_curve(model, data, fractions=FRACTIONS, log=lambda s: None) -> dict:
     import numpy as np
 
     from ngramlm import NgramLM
-    from ngramlm.kenlm_write import BinaryOptions, trie_bytes
-    from ngramlm.prune_size import prune_scores, prune_with, search_threshold
+    from ngramlm.kenlm.write import BinaryOptions, trie_bytes
+    from ngramlm.tools.prune_size import prune_scores, prune_with, search_threshold
 
     t0 = time.perf_counter()
     scores = prune_scores(model)
@@ -56,7 +56,7 @@ def size_curve(model, data, fractions=FRACTIONS, log=lambda s: None) -> dict:
         row = {"fraction": frac, "ngrams": int(sum(pruned.n_ngrams_[1:])), "unigrams": int(pruned.n_ngrams_[0]),
                "per_order": [int(c) for c in pruned.n_ngrams_], "threshold": threshold,
                "kenlm_trie_q8_bytes": binary, "prune_seconds": seconds}
-        from ..ngram_part import split_scores
+        from ..experiments.ngram_part import split_scores
 
         for split in ("valid", "test"):
             row[split] = split_scores(pruned, data[split])[0]
@@ -77,8 +77,8 @@ def compute(run) -> None:
     from corpora.errors import InputError
     from ngramlm.counts import NgramCounts
 
-    from ..data import cache_key
-    from ..ngram_part import fit_ngram
+    from ..experiments.data import cache_key
+    from ..experiments.ngram_part import fit_ngram
 
     d = run.data
     key = cache_key("pruning", {"smoother": best["model"], "order": best["order"], "fractions": list(FRACTIONS)},

@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
-from .. import bootstrap, plots
-from ..analysis import undertrained_reason
+from .. import plots
+from ..experiments import bootstrap
+from ..experiments.analysis import undertrained_reason
 from ..formatting import describe_budget, fmt_fixed, fmt_share
-from . import Section
+from .base import Section
 
 WORD = "word"  # the corpus's own tokenizer (whitespace for PTB, cjk for hongloumeng ...)
 
@@ -28,8 +29,8 @@ def compute(run) -> None:
     from corpora.vocab import UNK_ID
     from ngramlm import NgramCounts
 
-    from ..data import load_data
-    from ..ngram_part import fit_ngram, split_scores, vwall, zipf
+    from ..experiments.data import load_data
+    from ..experiments.ngram_part import fit_ngram, split_scores, vwall, zipf
 
     rows = []
     neural_on = [tk for tk in s.tokenizers if s.neural_tokenizers is None or tk in s.neural_tokenizers]
@@ -105,7 +106,7 @@ def _neural(run, tk: str, own: bool, data, orders: list) -> list:
         if own:
             row = next((r for r in run.results.get("neural", []) if r["model"] == name), None)
         else:
-            from ..neural_part import neural_row, neural_settings
+            from ..experiments.neural_part import neural_row, neural_settings
 
             ns = neural_settings(name, s.neural_size, s.main_budget(), s.seed, len(data.vocab))
             rid = f"{tk}/{name}"

@@ -7,7 +7,7 @@ from typing import Optional
 
 from .. import plots
 from ..formatting import fmt_fixed
-from . import Section
+from .base import Section
 
 
 def _curves(results: dict) -> list:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import plots
 from ..formatting import fmt_fixed, fmt_power, fmt_share
-from . import Section
+from .base import Section
 
 
 def context(results: dict) -> dict:

@@ -1,0 +1,532 @@
+"""``ngramlm neural train | ppl | generate``: the command line of the neural models.
+
+Also the plain functions the top-level ``ngramlm ppl`` uses:
+:func:`neural.sniff.is_checkpoint` and :func:`ppl_summary`.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Optional
+
+import click
+import numpy as np
+
+from corpora import load_corpus, prepare
+from corpora.errors import InputError
+from corpora.registry import REGISTRY
+from corpora.tokenize import TokenizerSpec, spec_from_text
+
+from corpora.options import TOKENIZER, data_dir_option, json_option, seed_option, threads_option
+from corpora.textio import check_writable
+
+from ..config import MODEL_NAMES, MODEL_PRESETS, TRAIN_PRESETS, architecture, resolve_lm_config
+
+def _set_threads(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def _echo_err(msg: str) -> None:
+    click.echo(msg, err=True)
+
+
+# ---------------------------------------------------------------------------- ppl
+def _score_sentences(checkpoint_path, text_path_or_corpus, split, data_dir, vocab, data_info):
+    """(sentences, description, UTF-8 bytes): a registered corpus's split, a whole text file, or -- when no text is
+    given -- the split of the corpus the checkpoint was trained on (a training *file*'s held-out tail)."""
+    if text_path_or_corpus is None:
+        name = data_info.get("corpus")
+        if not name:
+            raise InputError("no text given and the checkpoint does not record its corpus", path=checkpoint_path,
+                             fix="pass a corpus name or a text file")
+        if name not in REGISTRY and not Path(name).exists():
+            raise InputError(f"the training corpus {name!r} is not available here", path=checkpoint_path,
+                             fix="pass a corpus name or a text file")
+        corpus = load_corpus(name, data_dir=data_dir, tokenizer=vocab.tokenizer,
+                             valid=data_info.get("valid"), test=data_info.get("test"))
+        return corpus.sentences(split), f"{name}:{split}", corpus.n_bytes.get(split)
+    from corpora.sources import read_text_source
+
+    src = read_text_source(str(text_path_or_corpus), split=split, data_dir=data_dir,
+                           tokenizer=vocab.tokenizer)
+    return src.sentences, src.description, src.n_bytes
+
+
+def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optional[str] = None, *,
+                split: str = "test", data_dir: Optional[str] = None, batch_size: int = 1,
+                threads: Optional[int] = 2, adapt=None) -> dict:
+    """Perplexity of a checkpoint on a corpus split (by name), a whole text file, or ``"-"`` (stdin).
+
+    ``text_path_or_corpus=None`` scores the ``split`` of the corpus the checkpoint was trained on.
+
+    Returns a JSON-able dict: sentences, words, OOVs (words mapped to ``<unk>``),
+    tokens predicted (words + sentence ends), total log-probability in nats, log10 and
+    log2, perplexity and bits per token.
+
+    ``adapt`` (a :class:`neural.adaptation.adaptive.AdaptOptions`) adds ``"adaptation"``: the
+    perplexities with a unigram / neural cache and dynamic evaluation, their parameters
+    (tuned on the valid split unless given) and times.  Without it the dict is unchanged.
+    """
+    from corpora.accounting import add_bytes, oov_flags, report_from_log10
+
+    from ..checkpoint import load_model
+    from ..evaluate import evaluate, token_log_probs
+
+    if threads:
+        _set_threads(threads)
+    model, vocab, ckpt = load_model(checkpoint_path)
+    data_info = (ckpt.get("train") or {}).get("data") or {}
+    sentences, described, n_bytes = _score_sentences(checkpoint_path, text_path_or_corpus, split, data_dir, vocab,
+                                                     data_info)
+    encoded = vocab.encode_sentences(sentences)
+    oov = oov_flags(vocab, sentences)
+    t0 = time.perf_counter()
+    plain = plain_seconds = None
+    if adapt is not None:
+        from ..evaluate import token_log_probs_and_hidden
+
+        adapt.validate(model)  # a bad option fails before any scoring
+        if batch_size != 1:
+            raise InputError("--cache and --dynamic-eval score every token with its full history",
+                             fix="drop --batch-size (or pass --batch-size 1)")
+
+        # The same log-probs as token_log_probs, bit for bit, plus the states the cache needs.
+        plain = token_log_probs_and_hidden(model, encoded.ids)
+        plain_seconds = time.perf_counter() - t0
+        log10 = plain[0] / math.log(10)
+        d = report_from_log10(log10, oov, encoded.n_sentences).to_dict()
+    elif batch_size == 1:
+        # Per-token scores: the same accounting as an n-gram model (OOVs, ppl excluding OOVs, ppl1).
+        log10 = token_log_probs(model, encoded.ids) / math.log(10)
+        d = report_from_log10(log10, oov, encoded.n_sentences).to_dict()
+    else:  # rows scored in parallel give a total only
+        result = evaluate(model, encoded.ids, batch_size=batch_size)
+        d = report_from_log10(np.full(result.n_predicted, result.log10_prob / max(1, result.n_predicted)),
+                              np.zeros(result.n_predicted, dtype=bool), encoded.n_sentences).to_dict()
+        d["oovs"] = int(oov.sum())
+        d["ppl_excluding_oovs"] = None  # needs per-token scores: --batch-size 1
+    add_bytes(d, n_bytes)
+    d.update({
+        "model": str(checkpoint_path),
+        "architecture": ckpt["model"]["name"],
+        "describe": f"neural {ckpt['model']['name']}",
+        "text": described,
+        "n_types": vocab.n_types,
+        "tokens_predicted": d["tokens"],  # the name earlier versions printed
+        "log_prob_nats": d["log10_prob"] * math.log(10),
+        "log2_prob": d["log10_prob"] / math.log10(2),
+        "seconds": round(time.perf_counter() - t0, 2),
+    })
+    from corpora.accounting import oov_warning
+
+    d["warning"] = oov_warning(vocab, d)
+    if adapt is not None:
+        d["adaptation"] = _adaptation(model, vocab, encoded, oov, plain, plain_seconds, adapt,
+                                      checkpoint_path=checkpoint_path,
+                                      text=text_path_or_corpus, scored=described, data_dir=data_dir,
+                                      data_info=data_info)
+    return d
+
+
+def _adaptation(model, vocab, encoded, oov, plain, plain_seconds, adapt, *, checkpoint_path, text, scored, data_dir,
+                data_info) -> dict:
+    """The ``"adaptation"`` entry of :func:`ppl_summary`: tuning and training text found, methods run."""
+    from corpora.sources import source_kind
+
+    from ..adaptation.adaptive import evaluate_adapted, summarise
+
+    tune_ids = train_ids = None
+    tuned_on = note = None
+    if adapt.needs_tuning_text:
+        # A registered corpus is tuned on its own valid split; a file or stdin on the training corpus's.
+        source = text if text is not None and source_kind(str(text)) == "corpus" else None
+        try:
+            sentences, tuned_on, _ = _score_sentences(checkpoint_path, source, "valid", data_dir, vocab, data_info)
+        except InputError as exc:
+            raise InputError(f"no valid split to tune the adaptation parameters on ({exc.message})",
+                             path=checkpoint_path,
+                             fix="pass --cache-theta and --cache-lambda (with --cache) and --dyn-lr (with "
+                                 "--dynamic-eval), or make the training corpus available") from None
+        tune_ids = vocab.encode_sentences(sentences).ids
+        if tuned_on == scored:
+            note = "the parameters were tuned on the text being scored, so these perplexities are optimistic"
+    if adapt.needs_training_text:
+        try:
+            sentences, _, _ = _score_sentences(checkpoint_path, None, "train", data_dir, vocab, data_info)
+        except InputError as exc:
+            raise InputError(f"the rms rule needs the training text for its gradient RMS ({exc.message})",
+                             path=checkpoint_path, fix="pass --dyn-rule sgd, or make the training corpus available") \
+                from None
+        train_ids = _prefix_ids(vocab, sentences, adapt.rms_tokens)
+    result = evaluate_adapted(model, encoded.ids, options=adapt, tune_ids=tune_ids, train_ids=train_ids, plain=plain,
+                              plain_seconds=plain_seconds)
+    out = summarise(result, oov=oov, n_sentences=encoded.n_sentences)
+    out["tuned_on"] = tuned_on
+    out["note"] = note
+    return out
+
+
+def _prefix_ids(vocab, sentences, max_tokens: Optional[int]) -> np.ndarray:
+    """The id stream of the first sentences holding ``max_tokens`` tokens (all of them for None)."""
+    if max_tokens is None:
+        return vocab.encode_sentences(sentences).ids
+    kept, n = [], 0
+    for s in sentences:
+        if n >= max_tokens:
+            break
+        kept.append(s)
+        n += len(s) + 1  # the words and the sentence end
+    return vocab.encode_sentences(kept).ids[:max_tokens]
+
+
+def fit_and_report(trainer, command: str):
+    """``trainer.fit()``, then the one-line summary; an interrupted run says how to continue and exits 130."""
+    result = trainer.fit()
+    _echo_err(f"stopped: {result.stopped} after {result.epochs_done:.2f} epochs, {result.steps} steps, "
+              f"{result.seconds:.1f} s, {result.tokens_per_second:,.0f} tokens/s; best valid ppl {result.best_val_ppl:.2f}")
+    if result.stopped == "interrupted":
+        _echo_err(f"interrupted; the checkpoint is {trainer.out}. Continue with: {command} --resume {trainer.out}")
+        raise SystemExit(130)
+    return result
+
+
+# ---------------------------------------------------------------------------- the group
+@click.group(name="neural", context_settings={"help_option_names": ["-h", "--help"]})
+def neural_group() -> None:
+    """Neural language models (RNN, LSTM, GRU, Transformer) on the shared vocabulary."""
+
+
+def _load_dataset(corpus: str, data_dir, tokenizer, min_count: int, max_vocab: Optional[int], *,
+                  valid: Optional[str] = None, test: Optional[str] = None):
+    from corpora.sources import open_text
+
+    tok = spec_from_text(tokenizer) if isinstance(tokenizer, str) else tokenizer  # "bpe:8000", a spec or None
+    text = open_text(corpus, splits=("train", "valid", "test"), data_dir=data_dir, tokenizer=tok, valid=valid, test=test)
+    if text.split_policy in ("holdout", "files"):
+        _echo_err(text.split_note)  # a user's file: say which lines train and which are held out
+    ds = prepare(text, min_count=min_count, max_size=max_vocab)
+    for split in ("train", "valid"):
+        if split not in ds.encoded or ds.encoded[split].n_tokens == 0:
+            raise InputError(f"corpus {corpus!r} has no {split} text", fix="give a corpus with train and valid splits")
+    return ds
+
+
+_RNN, _TF = MODEL_PRESETS["default"]["rnn"], MODEL_PRESETS["default"]["transformer"]
+_LSTM = architecture("lstm").preset("default")  # what the default LSTM has of its own (2 x 300, dropout 0.35)
+_RNN_TRAIN, _TF_TRAIN = TRAIN_PRESETS["rnn"], TRAIN_PRESETS["transformer"]
+
+
+def _both(field: str, fmt=str) -> str:
+    """'[default: X RNN, Y Transformer]' from the presets (neural.config), so help never drifts from them."""
+    a, b = getattr(_RNN_TRAIN, field), getattr(_TF_TRAIN, field)
+    return f"[default: {fmt(a)} RNN, {fmt(b)} Transformer]"
+
+
+@neural_group.command("train")
+@click.argument("corpus", required=False)
+@click.option("--model", "model_name", type=click.Choice(MODEL_NAMES), default=None,
+              help="Architecture [default: lstm; with --resume: the checkpoint's].")
+@click.option("--impl", type=click.Choice(["fused", "scratch"]), default="fused", show_default=True,
+              help="fused: PyTorch kernels; scratch: the textbook equations (RNN cells; Transformer attention).")
+@data_dir_option
+@click.option("--valid", "valid_file", type=click.Path(dir_okay=False), default=None,
+              help="Validation text for a CORPUS that is a file (then all of that file trains) "
+                   "[default: the file's last 5% of lines are held out].")
+@click.option("--test", "test_file", type=click.Path(dir_okay=False), default=None,
+              help="Test text for a CORPUS that is a file [default: its last 5% of lines are held out].")
+@click.option("--tokenizer", type=TOKENIZER, default=None,
+              help="Override the corpus's tokenizer (e.g. char, bpe:8000: learned on the training text).")
+@click.option("--min-count", type=int, default=1, show_default=True, help="Vocabulary: minimum training count.")
+@click.option("--max-vocab", type=int, default=None, help="Vocabulary: keep at most this many word types.")
+@click.option("--emb-size", type=int, default=None, help="RNN embedding width [default: --hidden-size].")
+@click.option("--hidden-size", type=int, default=None,
+              help=f"RNN state width [default: {_LSTM.get('hidden_size', _RNN.hidden_size)} LSTM, {_RNN.hidden_size} "
+                   "other RNNs].")
+@click.option("--layers", type=int, default=None,
+              help=f"Layers [default: {_RNN.n_layers} for RNNs, {_TF.n_layers} for the Transformer].")
+@click.option("--dropout", type=float, default=None,
+              help=f"Dropout [default: {_LSTM.get('dropout', _RNN.dropout)} LSTM, {_RNN.dropout} other RNNs, "
+                   f"{_TF.dropout} Transformer].")
+@click.option("--tie/--no-tie", default=True, show_default=True, help="Tie input and output embeddings.")
+@click.option("--locked-dropout/--no-locked-dropout", default=None,
+              help="RNN: one dropout mask per sequence, shared across time steps (variational dropout).")
+@click.option("--dropout-in", type=float, default=None, help="RNN: dropout on the embeddings [default: --dropout].")
+@click.option("--emb-dropout", type=float, default=None, help="RNN: drop whole word types from the embeddings per batch.")
+@click.option("--weight-drop", type=float, default=None,
+              help="RNN: DropConnect on the hidden-to-hidden matrices (fused kernels kept).")
+@click.option("--ar", type=float, default=None, help="RNN: activation regularisation weight (AWD-LSTM uses 2).")
+@click.option("--tar", type=float, default=None, help="RNN: temporal activation regularisation weight (AWD-LSTM: 1).")
+@click.option("--average", type=click.Choice(["none", "nt"]), default=None,
+              help="nt: average the weights from the first validation without improvement (NT-ASGD).")
+@click.option("--average-after", type=float, default=None,
+              help="With --time-budget and --average nt: start averaging at this fraction of the budget at the latest.")
+@click.option("--d-model", type=int, default=_TF.d_model, show_default=True, help="Transformer width.")
+@click.option("--heads", type=int, default=_TF.n_heads, show_default=True,
+              help="Transformer attention heads (divide --d-model).")
+@click.option("--d-ff", type=int, default=None, help="Transformer feed-forward width [default: 4 x --d-model].")
+@click.option("--block-size", type=int, default=_TF.block_size, show_default=True, help="Transformer context window.")
+@click.option("--positional", type=click.Choice(["sinusoidal", "learned"]), default=_TF.positional, show_default=True)
+@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Maximum epochs " + _both("epochs") + ".")
+@click.option("--time-budget", type=float, default=None,
+              help="Wall-clock minutes for the whole command: loading, training, validation and the test pass.")
+@click.option("--batch-size", type=int, default=None, help="Rows per batch " + _both("batch_size") + ".")
+@click.option("--bptt", type=int, default=None, help=f"Tokens per row per batch [default: {_RNN_TRAIN.bptt} RNN, "
+                                                      "--block-size Transformer].")
+@click.option("--batch-scheme", type=click.Choice(["sequential", "random"]), default=None,
+              help="sequential: carry state across batches (truncated BPTT); random: random offsets, fresh state "
+                   + _both("batch_scheme") + ".")
+@click.option("--optimizer", type=click.Choice(["sgd", "adamw"]), default=None, help=_both("optimizer"))
+@click.option("--lr", type=float, default=None, help="Learning rate [default: 20 for sgd, 1e-3 for adamw].")
+@click.option("--momentum", type=float, default=0.0, show_default=True, help="SGD momentum.")
+@click.option("--weight-decay", type=float, default=None, help=_both("weight_decay", "{:g}".format))
+@click.option("--clip", type=float, default=None, help="Max global gradient norm, 0 = off " + _both("clip", "{:g}".format) + ".")
+@click.option("--schedule", type=click.Choice(["plateau", "cosine", "constant"]), default=None,
+              help="plateau: lr x --lr-decay when valid ppl stalls; cosine: warmup + cosine " + _both("schedule") + ".")
+@click.option("--lr-decay", type=float, default=_RNN_TRAIN.lr_decay, show_default=True,
+              help="Plateau: lr factor when valid ppl stalls.")
+@click.option("--plateau-threshold", type=float, default=None,
+              help="Plateau: relative valid-ppl gain an epoch needs to count as progress "
+                   + _both("plateau_threshold", "{:g}".format) + ".")
+@click.option("--warmup", type=int, default=None,
+              help=f"Cosine warmup steps [default: {_TF_TRAIN.warmup_steps} for cosine].")
+@click.option("--patience", type=int, default=_RNN_TRAIN.patience, show_default=True,
+              help="Early stop after this many epochs without improvement (0 = never).")
+@click.option("--eval-batch-size", type=int, default=1, show_default=True, help="Rows in the validation pass (1 = exact full history).")
+@click.option("--bf16/--no-bf16", default=None,
+              help="bfloat16 autocast of the matmuls [default: on where the CPU has native bf16 (AVX512-BF16/AMX); "
+                   "probed, falls back to float32 with a note where its kernels are missing].")
+@seed_option()
+@threads_option()
+@click.option("-o", "--output", "--out", "out", type=click.Path(dir_okay=False), default=None,
+              help="Checkpoint file [default: runs/CORPUS-MODEL.pt].")
+@click.option("--resume", type=click.Path(dir_okay=False), default=None, help="Continue the run saved in this checkpoint.")
+@click.option("--dry-run", is_flag=True, help="Train one batch, validate on a prefix, write the checkpoint, stop.")
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
+@json_option
+def train_cmd(corpus, model_name, impl, data_dir, valid_file, test_file, tokenizer, min_count, max_vocab, emb_size, hidden_size, layers,
+              dropout, tie, locked_dropout, dropout_in, emb_dropout, weight_drop, ar, tar, average, average_after, d_model, heads, d_ff, block_size, positional, epochs, time_budget, batch_size, bptt,
+              batch_scheme, optimizer, lr, momentum, weight_decay, clip, schedule, lr_decay, plateau_threshold, warmup,
+              patience,
+              eval_batch_size, bf16, seed, threads, out, resume, dry_run, progress, as_json):
+    """Train a neural LM on CORPUS (a registered name such as ptb, or a text file).
+
+    CORPUS defaults to the toy corpus, or with --resume to the corpus the run was trained on.
+    """
+    t_command = time.perf_counter()  # a --time-budget covers the whole command, loading included
+    _set_threads(threads)
+    from ..checkpoint import best_path, load_checkpoint, load_model
+    from ..evaluate import evaluate
+    from ..models import build_model, model_kind
+    from ..models import model_name as model_name_of
+    from ..precision import choose_precision
+    from ..training.trainer import Trainer
+
+    # Where the model goes is checked before anything is loaded or trained.
+    if out is None and not resume:
+        out = os.path.join("runs", f"{Path(corpus or 'toy').stem}-{model_name or 'lstm'}.pt")
+    if out is not None:
+        check_writable(out, what="checkpoint")
+        check_writable(best_path(out), what="checkpoint")
+    if corpus is None:
+        corpus = "toy"
+        if resume:
+            data = (load_checkpoint(resume).get("train") or {}).get("data") or {}
+            corpus = data.get("corpus") or corpus
+            if tokenizer is None and data.get("tokenizer"):
+                tokenizer = TokenizerSpec.from_dict(data["tokenizer"])
+            valid_file, test_file = valid_file or data.get("valid"), test_file or data.get("test")
+    ds = _load_dataset(corpus, data_dir, tokenizer, min_count, max_vocab, valid=valid_file, test=test_file)
+    data_info = {"corpus": corpus, "tokenizer": ds.vocab.tokenizer.to_dict() if ds.vocab.tokenizer else None,
+                 "train_tokens": ds["train"].n_tokens, "split_policy": ds.corpus.split_policy}
+    data_info.update({k: v for k, v in (("valid", valid_file), ("test", test_file)) if v is not None})
+    has_test = "test" in ds.encoded and ds["test"].n_tokens > 0
+    # The test pass after training is part of the budget: the trainer leaves time for it.
+    budget_kw = dict(clock_start=t_command, reserve_tokens=ds["test"].n_tokens if has_test and not dry_run else 0)
+    if resume:
+        check_writable(out or resume, what="checkpoint")
+        overrides = {k: v for k, v in dict(epochs=epochs, time_budget=time_budget).items() if v is not None}
+        if bf16 is not None:
+            overrides["bf16"] = bf16
+        if dry_run:
+            overrides["max_batches"] = 1
+        trainer = Trainer.resume(resume, ds["train"].ids, ds["valid"].ids, vocab=ds.vocab, expect_name=model_name,
+                                 overrides=overrides, out=out or resume, progress=progress, log=_echo_err,
+                                 data_info=data_info, **budget_kw)
+        _echo_err(f"resuming {resume} at epoch {trainer.position['epoch'] + 1}, batch {trainer.position['batch']} "
+                  f"(step {trainer.step}, best valid ppl {trainer.best_val_ppl:.2f})")
+    else:
+        model_name = model_name or "lstm"
+        kind = model_kind(model_name)
+        rnn_only = {"--locked-dropout": locked_dropout, "--dropout-in": dropout_in, "--emb-dropout": emb_dropout,
+                    "--weight-drop": weight_drop, "--ar": ar, "--tar": tar}
+        given = [k for k, v in rnn_only.items() if v is not None]
+        if kind != "rnn" and given:
+            raise InputError(f"{', '.join(given)}: only for recurrent models, and --model {model_name} is not one",
+                             fix=f"drop {', '.join(given)}, or train --model lstm")
+        precision = choose_precision(bf16)
+        _echo_err(f"precision: {precision.reason}")
+        # Preset, recipe and these options meet in one place (neural.config.resolve_lm_config).
+        arch_options = dict(impl=impl, emb_size=emb_size, hidden_size=hidden_size, locked_dropout=locked_dropout,
+                            dropout_in=dropout_in, emb_dropout=emb_dropout, weight_drop=weight_drop) \
+            if kind == "rnn" else dict(
+            d_model=d_model, n_heads=heads, d_ff=d_ff, block_size=block_size, positional=positional,
+            attention="scratch" if impl == "scratch" else "sdpa")
+        cfg, tcfg = resolve_lm_config(
+            model_name, vocab_size=len(ds.vocab),
+            model=dict(arch_options, n_layers=layers, dropout=dropout, tie_weights=tie),
+            train=dict(epochs=1 if dry_run else epochs, batch_size=batch_size, bptt=bptt, batch_scheme=batch_scheme,
+                       optimizer=optimizer, lr=lr, momentum=momentum, weight_decay=weight_decay, clip=clip,
+                       schedule=schedule, lr_decay=lr_decay, plateau_threshold=plateau_threshold, warmup_steps=warmup,
+                       patience=patience, seed=seed, time_budget=time_budget, eval_batch_size=eval_batch_size,
+                       max_batches=1 if dry_run else None, bf16=precision.bf16, ar=ar, tar=tar, average=average,
+                       average_after=average_after))
+        tcfg.validate()
+        model = build_model(kind, cfg, seed=seed)
+        trainer = Trainer(model, ds.vocab, ds["train"].ids, ds["valid"].ids, tcfg, out=out, progress=progress,
+                          log=_echo_err, data_info=data_info, **budget_kw)
+        _echo_err(f"{model.describe()}\n{tcfg}\ncorpus {corpus}: {ds['train'].n_tokens:,} training tokens, "
+                  f"{ds.vocab.n_types:,} types -> {out}")
+    result = fit_and_report(trainer, f"ngramlm neural train {corpus}")
+    summary = {"checkpoint": str(trainer.out), "best_checkpoint": result.best_checkpoint,
+               "architecture": model_name_of(trainer.model), "corpus": corpus, "stopped": result.stopped,
+               "epochs": result.epochs_done, "steps": result.steps, "train_seconds": result.seconds,
+               "tokens_per_second": result.tokens_per_second, "best_valid_ppl": result.best_val_ppl, "test": None}
+    if has_test:
+        best = best_path(trainer.out)
+        model = load_model(best)[0] if best.exists() else trainer.model
+        from ..training.trainer import eval_threads
+
+        with eval_threads(trainer.eval_threads):  # the count the trainer's last probe found faster
+            test = evaluate(model, ds["test"].ids, batch_size=eval_batch_size,
+                            max_tokens=2000 if dry_run else None)
+        summary["test"] = {"tokens": test.n_predicted, "log10_prob": test.log10_prob, "ppl": test.ppl,
+                           "bits_per_token": test.bits_per_token}
+        if not as_json:
+            click.echo(f"test: {test.n_predicted:,} tokens predicted, log-prob {test.log10_prob:.2f} (log10), "
+                       f"ppl {test.ppl:.2f}, {test.bits_per_token:.4f} bits/token")
+    used = time.perf_counter() - t_command
+    summary.update({"budget_minutes": time_budget, "wall_seconds": used, "write_failure": trainer.write_failure})
+    if time_budget is not None:
+        _echo_err(f"time budget {time_budget:g} min, used {used / 60:.2f} min ({100 * (used / (60 * time_budget) - 1):+.0f} %)")
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, default=float))
+    if trainer.write_failure:
+        # Training succeeded but its --out could not be written: say where the model is, exit non-zero.
+        raise click.ClickException(trainer.write_failure)
+
+
+@neural_group.command("ppl")
+@click.argument("checkpoint", type=click.Path(dir_okay=False))
+@click.argument("text_or_corpus", required=False)
+@click.option("--split", default="test", show_default=True, help="Split of a registered corpus.")
+@data_dir_option
+@click.option("--batch-size", type=int, default=1, show_default=True, help="Rows scored in parallel (1 = full history).")
+@click.option("--cache", is_flag=True,
+              help="Also score with a unigram cache and a neural (continuous) cache over the model's states.")
+@click.option("--cache-window", type=click.IntRange(min=1), default=2000, show_default=True,
+              help="Cache: the last W positions.")
+@click.option("--cache-theta", type=float, default=None,
+              help="Neural cache: theta, the sharpness of exp(theta h_t.h_i) [default: tuned on the valid split].")
+@click.option("--cache-lambda", type=float, default=None,
+              help="Cache: the interpolation weight lambda "
+                   "[default: tuned on the valid split; give with --cache-theta].")
+@click.option("--dynamic-eval", is_flag=True,
+              help="Also score with dynamic evaluation: one gradient step after each scored segment.")
+@click.option("--dyn-rule", type=click.Choice(["rms", "sgd"]), default="rms", show_default=True,
+              help="rms: steps divided by the gradient RMS measured on the training text; sgd: plain steps.")
+@click.option("--dyn-lr", type=float, default=None,
+              help="Dynamic evaluation: learning rate [default: tuned on the valid split].")
+@click.option("--dyn-decay", type=float, default=None,
+              help="Dynamic evaluation: pull toward the trained weights per step "
+                   "[default: tuned with the lr; 0 with --dyn-lr].")
+@click.option("--dyn-segment", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Dynamic evaluation: tokens per segment (one update per segment).")
+@click.option("--tune-tokens", type=click.IntRange(min=1), default=None,
+              help="Tune on this prefix of the valid split only [default: all of it].")
+@threads_option()
+@json_option
+def ppl_cmd(checkpoint, text_or_corpus, split, data_dir, batch_size, cache, cache_window, cache_theta, cache_lambda,
+            dynamic_eval, dyn_rule, dyn_lr, dyn_decay, dyn_segment, tune_tokens, threads, as_json):
+    """Perplexity of CHECKPOINT on a corpus split or a text file [default: its training corpus].
+
+    --cache and --dynamic-eval add a table comparing plain, cache, dynamic and both,
+    with their parameters tuned on the corpus's valid split unless given.
+    """
+    from corpora.accounting import format_report
+
+    adapt = None
+    if cache or dynamic_eval:
+        from ..adaptation.adaptive import AdaptOptions
+
+        adapt = AdaptOptions(cache=cache, window=cache_window, theta=cache_theta, lam=cache_lambda,
+                             dynamic=dynamic_eval, rule=dyn_rule, lr=dyn_lr, decay=dyn_decay,
+                             segment_len=dyn_segment, tune_tokens=tune_tokens)
+    elif any(v is not None for v in (cache_theta, cache_lambda, dyn_lr, dyn_decay)):
+        raise InputError("--cache-theta/--cache-lambda/--dyn-lr/--dyn-decay have no effect on their own",
+                         fix="add --cache and/or --dynamic-eval")
+    summary = ppl_summary(checkpoint, text_or_corpus, split=split, data_dir=data_dir, batch_size=batch_size,
+                          threads=threads, adapt=adapt)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    elif adapt is None:
+        click.echo(format_report(summary))
+    else:
+        from ..adaptation.adaptive import format_adaptation
+
+        click.echo(format_report(summary) + "\n\n" + format_adaptation(summary["adaptation"]))
+
+
+@neural_group.command("generate")
+@click.argument("checkpoint", type=click.Path(dir_okay=False))
+@click.option("--prompt", default="", help="Text to continue (tokenized like the training text).")
+@click.option("--strategy", type=click.Choice(["greedy", "beam", "sample"]), default="sample", show_default=True)
+@click.option("--max-len", type=int, default=30, show_default=True, help="Tokens to generate at most.")
+@click.option("--beam-size", type=int, default=5, show_default=True)
+@click.option("--alpha", type=float, default=0.7, show_default=True, help="Beam length normalisation: score / T^alpha.")
+@click.option("--temperature", type=float, default=1.0, show_default=True)
+@click.option("--top-k", type=int, default=None, help="Sample among the k most probable tokens.")
+@click.option("-n", "--num", type=int, default=1, show_default=True, help="Samples (or beam hypotheses) to print.")
+@click.option("--seed", type=int, default=None, help="Seed for sampling [default: a random one].")
+@click.option("--stop-at-eos/--no-stop-at-eos", default=True, show_default=True, help="End a sample at </s>.")
+@threads_option()
+def generate_cmd(checkpoint, prompt, strategy, max_len, beam_size, alpha, temperature, top_k, num, seed,
+                 stop_at_eos, threads):
+    """Generate text from CHECKPOINT."""
+    _set_threads(threads)
+    from ..checkpoint import load_model
+    from ..generate import beam_search, encode_prompt, greedy, render
+
+    model, vocab, _ = load_model(checkpoint)
+    prompt_ids = encode_prompt(vocab, prompt)
+    head = (prompt + " ") if prompt and vocab.tokenizer is not None and vocab.tokenizer.kind != "char" else prompt
+    if strategy == "greedy":
+        click.echo(head + render(vocab, greedy(model, prompt_ids, max_len, stop_at_eos)))
+    elif strategy == "beam":
+        for h in beam_search(model, prompt_ids, beam_size=beam_size, max_len=max_len, alpha=alpha)[:num]:
+            click.echo(f"[{h.score:8.3f} | ln p {h.log_prob:8.2f}] {head}{render(vocab, h.ids)}")
+    else:
+        for line in sample_lines(checkpoint, prompt=prompt, max_len=max_len, num=num, temperature=temperature,
+                                 seed=seed, top_k=top_k, stop_at_eos=stop_at_eos, loaded=(model, vocab)):
+            click.echo(line)
+
+
+def sample_lines(checkpoint, *, prompt: str = "", max_len: int = 30, num: int = 1, temperature: float = 1.0,
+                 seed=None, top_k=None, stop_at_eos: bool = True, loaded=None) -> list:
+    """``num`` samples from CHECKPOINT as text lines (the prompt first), sample ``i`` seeded ``seed + i``."""
+    from ..checkpoint import load_model
+    from ..generate import encode_prompt, render, sample
+
+    model, vocab = loaded if loaded is not None else load_model(checkpoint)[:2]
+    prompt_ids = encode_prompt(vocab, prompt)
+    head = (prompt + " ") if prompt and vocab.tokenizer is not None and vocab.tokenizer.kind != "char" else prompt
+    lines = []
+    for i in range(num):
+        ids = sample(model, prompt_ids, max_len, temperature=temperature, top_k=top_k,
+                     seed=None if seed is None else seed + i, stop_at_eos=stop_at_eos)
+        lines.append(head + render(vocab, ids))
+    return lines

@@ -1,0 +1,222 @@
+"""Translating and scoring with a translator: :class:`~neural.seq2seq.rnn.Seq2Seq` (GRU) or
+:class:`~neural.seq2seq.transformer.Seq2SeqTransformer`, through the calls both provide
+(``encode``, ``step``, ``select_state``, ``Memory.select``, ``teacher_forced``).
+
+- :func:`greedy_translate`: the most probable next token, repeatedly, for a batch of sources;
+- :func:`sample_translate`: a draw from the model's distribution at a softmax temperature, for a batch;
+- :func:`beam_translate`: beam search (the LM's :func:`~neural.generate.beam_core`), complete
+  hypotheses ranked by ``log P(y | x) / |y|**alpha`` where ``|y|`` counts ``</s>``; ``alpha = 0``
+  is the raw log-probability (favours short outputs), ``alpha = 1`` the mean per token;
+- :func:`score_pairs`: the conditional log-probability of reference targets (teacher forcing),
+  every target word and ``</s>`` predicted -- the tokens the n-gram and LSTM LMs predict;
+- :func:`corpus_bleu`: sacrebleu's corpus BLEU over the toolkit's tokens, and its signature.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+import torch
+
+from corpora.vocab import BOS_ID, EOS_ID, PAD_ID
+
+from ..evaluate import EvalResult
+from ..generate import Hypothesis, beam_core, check_beam
+from .pairs import PairBatches, source_batch
+from .rnn import Seq2Seq
+
+
+@torch.no_grad()
+def greedy_translate(model: Seq2Seq, sources: Sequence, *, max_len: int = 30, batch_size: int = 256,
+                     need_weights: bool = False) -> list:
+    """Target ids per source (ending with ``</s>`` when the model stopped before ``max_len``).
+
+    With ``need_weights`` each item is ``(ids, weights)``, ``weights`` (len(ids), S) the attention
+    over the source tokens (its ``</s>`` included) at every output step."""
+    model.eval()
+    out: list = []
+    for a in range(0, len(sources), batch_size):
+        chunk = sources[a:a + batch_size]
+        src, src_len = source_batch(chunk)
+        memory, state = model.encode(src, src_len)
+        B = len(chunk)
+        y = torch.full((B,), BOS_ID, dtype=torch.long)
+        done = torch.zeros(B, dtype=torch.bool)
+        ids, weights = [], []
+        for _ in range(max_len):
+            logp, state, w = model.step(memory, y, state)
+            y = logp.argmax(dim=-1)
+            ids.append(y)
+            if need_weights and w is not None:
+                weights.append(w)
+            done |= y == EOS_ID
+            if bool(done.all()):
+                break
+        ids_t = torch.stack(ids, dim=1)  # (B, T)
+        for b in range(B):
+            row = ids_t[b].tolist()
+            n = row.index(EOS_ID) + 1 if EOS_ID in row else len(row)
+            if need_weights:
+                w_b = (torch.stack(weights, dim=1)[b, :n, :int(src_len[b])].numpy() if weights
+                       else np.zeros((n, int(src_len[b]))))
+                out.append((row[:n], w_b))
+            else:
+                out.append(row[:n])
+    return out
+
+
+@torch.no_grad()
+def sample_translate(model: Seq2Seq, sources: Sequence, *, temperature: float = 1.0, max_len: int = 30,
+                     seed: Optional[int] = None, batch_size: int = 256) -> list:
+    """Target ids per source, each token drawn from ``softmax(log P / temperature)`` (``<pad>`` and ``<s>``
+    never); a draw ends at ``</s>`` or ``max_len``.  The same ``seed`` gives the same draws."""
+    from corpora.errors import InputError
+
+    if not temperature > 0:
+        raise InputError(f"temperature must be > 0, got {temperature}", fix="use greedy decoding for temperature 0")
+    model.eval()
+    gen = torch.Generator().manual_seed(0 if seed is None else int(seed))
+    out: list = []
+    for a in range(0, len(sources), batch_size):
+        chunk = sources[a:a + batch_size]
+        src, src_len = source_batch(chunk)
+        memory, state = model.encode(src, src_len)
+        y = torch.full((len(chunk),), BOS_ID, dtype=torch.long)
+        done = torch.zeros(len(chunk), dtype=torch.bool)
+        ids = []
+        for _ in range(max_len):
+            logp, state, _ = model.step(memory, y, state)
+            y = torch.multinomial(torch.softmax(logp / temperature, dim=-1), 1, generator=gen)[:, 0]
+            ids.append(y)
+            done |= y == EOS_ID
+            if bool(done.all()):
+                break
+        for row in torch.stack(ids, dim=1).tolist():
+            out.append(row[:row.index(EOS_ID) + 1] if EOS_ID in row else row)
+    return out
+
+
+@torch.no_grad()
+def beam_translate(model: Seq2Seq, source: Sequence[int], *, beam_size: int = 5, max_len: int = 30,
+                   alpha: float = 0.0) -> list:
+    """Complete hypotheses for one source sentence, best first (see the module docstring)."""
+    check_beam(beam_size, max_len)
+    model.eval()
+    src, src_len = source_batch([source])
+    memory, state = model.encode(src, src_len)
+    logp, state, _ = model.step(memory, torch.tensor([BOS_ID]), state)
+
+    def advance(rows: torch.Tensor, toks: torch.Tensor) -> torch.Tensor:
+        nonlocal memory, state
+        memory = memory.select(rows)
+        state = model.select_state(state, rows)
+        nxt, state, _ = model.step(memory, toks, state)
+        return nxt
+
+    return beam_core(logp, advance, beam_size=beam_size, max_len=max_len, alpha=alpha)
+
+
+def best_translation(hyps: list) -> list:
+    """The ids of the best hypothesis (``[]`` if there is none)."""
+    return list(hyps[0].ids) if hyps else []
+
+
+@torch.no_grad()
+def score_pairs(model: Seq2Seq, sources: Sequence, targets: Sequence, *, batch_size: int = 256,
+                per_token: bool = False):
+    """Teacher-forced ``ln P(target | source)``: an :class:`EvalResult`, or with ``per_token`` the
+    natural-log probability of every predicted token (each target's words, then its ``</s>``) in order."""
+    was_training = model.training
+    model.eval()
+    total, count, parts = 0.0, 0, []
+    try:
+        batches = PairBatches(sources, targets, batch_size, shuffle=False)
+        for k in range(len(batches)):
+            (src, src_len, tgt_in), y = batches[k]
+            logits, _, _ = model.teacher_forced(src, src_len, tgt_in)
+            logp = torch.log_softmax(logits.float(), dim=-1)
+            real = y != PAD_ID
+            tok = logp.gather(-1, y.clamp(min=0)[..., None]).squeeze(-1)  # (B, T)
+            total += float(tok[real].double().sum())
+            count += int(real.sum())
+            if per_token:
+                parts.extend(tok[b][real[b]].double().numpy() for b in range(y.size(0)))
+    finally:
+        model.train(was_training)
+    if per_token:
+        return np.concatenate(parts) if parts else np.zeros(0)
+    return EvalResult(n_predicted=count, log_prob_nats=total)
+
+
+def ids_to_text(vocab, ids: Sequence[int]) -> str:
+    """Target ids (``</s>`` and anything after it dropped) -> space-joined tokens."""
+    words = []
+    for i in ids:
+        if int(i) == EOS_ID:
+            break
+        words.append(vocab.lookup_token(int(i)))
+    return " ".join(words)
+
+
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], *, tokenize: str = "none") -> tuple:
+    """``(BLEU, signature)``, one reference per sentence.  The default ``tokenize="none"`` scores the
+    strings' own space-separated tokens -- the toolkit's tokenization, which already splits punctuation
+    (sacrebleu's 13a would re-tokenize them, and warns that they look tokenized)."""
+    from sacrebleu.metrics import BLEU
+
+    metric = BLEU(tokenize=tokenize, force=True)
+    result = metric.corpus_score(list(hypotheses), [list(references)])
+    return float(result.score), str(metric.get_signature())
+
+
+def bleu_interval(hypotheses: Sequence[str], references: Sequence[str], *, resamples: int = 1000,
+                  seed: int = 20240601, level: float = 0.95, tokenize: str = "none") -> Optional[list]:
+    """The percentile bootstrap interval of corpus BLEU over the sentences (Koehn 2004): resample the test
+    pairs with replacement, recompute corpus BLEU from the resampled n-gram statistics.  The same seed and
+    draws as the perplexity intervals of a comparison (reports.experiments.bootstrap)."""
+    from sacrebleu.metrics import BLEU
+
+    n = len(hypotheses)
+    if n < 2:
+        return None
+    metric = BLEU(tokenize=tokenize, force=True)
+    # Per sentence: hypothesis and reference lengths, matched and total n-grams for n = 1..4 -- what
+    # corpus BLEU sums before its geometric mean and brevity penalty.
+    stats = np.asarray(metric._extract_corpus_statistics(list(hypotheses), [list(references)]), dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    counts = rng.multinomial(n, np.full(n, 1.0 / n), size=resamples)
+    scores = [metric._compute_score_from_stats((c @ stats).tolist()).score for c in counts]
+    lo, hi = np.quantile(scores, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return [float(lo), float(hi)]
+
+
+def attention_for(model: Seq2Seq, source: Sequence[int], target: Sequence[int]) -> Optional[np.ndarray]:
+    """Teacher-forced attention weights (len(target) + 1, len(source) + 1) for a reference pair:
+    rows the predicted target tokens (+ ``</s>``), columns the source tokens (+ ``</s>``); None for a
+    translator without attention.  A Transformer's is its last decoder layer's cross-attention, averaged
+    over the heads (every layer and head: :func:`attention_maps_for`)."""
+    from .pairs import pair_batch
+
+    (src, src_len, tgt_in), _ = pair_batch([source], [target])
+    model.eval()
+    with torch.no_grad():
+        _, _, w = model.teacher_forced(src, src_len, tgt_in, need_logits=False, need_weights=True)
+    return None if w is None else w[0].numpy()
+
+
+def attention_maps_for(model, source: Sequence[int], target: Sequence[int]) -> dict:
+    """A Transformer translator's teacher-forced attention for a reference pair, every layer and head:
+    ``{"encoder": (layers, heads, S, S), "decoder": (layers, heads, T, T), "cross": (layers, heads, T, S)}``
+    with ``S = len(source) + 1`` (its ``</s>``) and ``T = len(target) + 1``: the rows of "decoder" and
+    "cross" are the predicted tokens (the target's words, then ``</s>``), the columns of "decoder" the
+    tokens read (``<s>``, then the target's words)."""
+    from .pairs import pair_batch
+
+    (src, src_len, tgt_in), _ = pair_batch([source], [target])
+    model.eval()
+    maps = model.attention_maps(src, src_len, tgt_in)
+    return {k: torch.stack([w[0] for w in ws]).numpy() for k, ws in maps.items()}
+
+
+__all__ = ["greedy_translate", "sample_translate", "beam_translate", "best_translation", "score_pairs",
+           "ids_to_text", "corpus_bleu", "bleu_interval", "attention_for", "attention_maps_for", "Hypothesis"]

@@ -1,0 +1,69 @@
+"""What the n-gram commands share: the tokenizer options, reading a text or a model, writing a model
+by its suffix, and recognising a file of another model family."""
+from __future__ import annotations
+
+from typing import Optional
+
+from corpora.errors import InputError
+from corpora.options import tokenizer_options, tokenizer_spec
+
+MODEL_SUFFIXES_ARPA = (".arpa", ".arpa.gz", ".lm")
+
+
+# One spelling of the shared options (corpora.options).
+_tokenizer_options = tokenizer_options
+
+
+def _spec_from_options(tokenizer, lower, normalize, base=None):
+    return tokenizer_spec(tokenizer, lower, normalize, base)
+
+
+def load_sentences(source: str, *, split: str, data_dir: Optional[str], tokenizer_spec) -> tuple[list, object, str]:
+    """Sentences of ``source`` (corpus name, file or '-') and the tokenizer used (see corpora.sources)."""
+    from corpora.sources import read_text_source
+
+    src = read_text_source(source, split=split, data_dir=data_dir, tokenizer=tokenizer_spec)
+    return src.sentences, src.tokenizer, src.description
+
+
+def load_model(path: str, *, ngrams: bool = False):
+    """A native model, an ARPA file (plain or gzip) or a KenLM binary, recognised by content; never a
+    pickle.  ``ngrams=True``: the caller needs the n-grams listed (a probing binary is refused)."""
+    from ngramlm.loading import load_any
+
+    return load_any(path, ngrams=ngrams)
+
+
+def _check_tokenizer(model, text_spec, model_path):
+    mspec = model.vocab_.tokenizer
+    if mspec is not None and text_spec is not None and mspec != text_spec:
+        raise InputError(
+            f"the model's vocabulary was built with tokenizer {mspec.describe()} but the text is tokenized with "
+            f"{text_spec.describe()}", path=model_path,
+            fix="drop the tokenizer options (the model's own are used) or retrain with matching options")
+
+
+def other_kind(path: str):
+    """The registered model family of ``path`` when it is not an n-gram model (a neural checkpoint),
+    else None; see :mod:`corpora.modelkinds` (this package never imports ``neural``)."""
+    from corpora.modelkinds import kind_of
+
+    from ngramlm.io.native import is_native
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return None
+    if head != b"PK\x03\x04" or is_native(path):  # ARPA text, gzip, or our own .npz
+        return None
+    return kind_of(path)
+
+
+def save_model(lm, output: str) -> None:
+    if str(output) == "-" or str(output).endswith(MODEL_SUFFIXES_ARPA):  # '-': ARPA text on stdout
+        from ngramlm.io.arpa import write_arpa
+
+        write_arpa(lm, output)
+    else:
+        lm.save(output)

@@ -1,0 +1,293 @@
+"""``report.md`` and ``report.html`` from ``results.json`` (nothing else is read).
+
+The HTML report is one self-contained file: figures are embedded as base64 PNG, the
+attention data as inline JSON, the script and styles inline; it needs no network.
+The Markdown report links the same figures, written to ``DIR/plots/*.png``.
+"""
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Optional
+
+import jinja2
+import markupsafe
+
+from corpora.textio import atomic_write_bytes, atomic_write_text
+
+from .. import plots, sections, html_tables as tables
+from ..experiments.analysis import undertrained_reason
+from .templates import assemble
+
+
+# The number formatting the templates and tests use (reports.formatting), under its old names here.
+from ..formatting import (TOKEN_UNITS, describe_budget, fmt_budget, fmt_budget_spec, fmt_fixed, fmt_num, fmt_power,
+                          fmt_ppl, fmt_seconds, fmt_setting, fmt_share, fmt_size, time_unit, token_units)
+
+
+# ---------------------------------------------------------------------------- formatting
+def undertrained(results: dict) -> dict:
+    """Neural row id -> why its numbers are not a result: it stopped before one epoch, or it is worse on
+    valid than the unigram model (a model that learned less than word frequencies).  Shown in the table
+    and a banner, and the HTML self-test fails on it."""
+    unigram = [r["valid"]["ppl"] for r in results.get("ngram", []) if r.get("order") == 1 and r.get("valid")
+               and r["valid"].get("ppl") is not None and r.get("is_distribution")]
+    best_unigram = min(unigram) if unigram else None
+    out = {}
+    for r in results.get("neural", []):
+        why = undertrained_reason(r, best_unigram)
+        if why:
+            out[r["id"]] = why
+    return out
+
+
+SIZE_UNITS = {"n-gram entries": "n-grams", "parameters": "params", "n-gram entries + parameters": "n-grams + params",
+              "indexed tokens": "tokens"}
+FAMILY_NAMES = {"ngram": "n-gram", "neural": "neural", "interpolated": "interpolated", "infini": "∞-gram"}
+# The columns where lower is better and the best value is marked (each row's raw value is "v_" + name).
+BEST_COLUMNS = ("valid", "test", "bpt", "bpb", "bpc", "bpw")
+
+
+def _row(r: dict, warning: Optional[str] = None, unit: str = "s") -> dict:
+    t = r.get("test") or {}
+    norm = r.get("test_normalised") or {}
+    floor = r.get("above_floor")
+    ci = r.get("test_ci") or {}
+    if t and t.get("ppl") is None and t.get("zero_probs"):
+        test = "∞"
+    else:
+        test = fmt_ppl(t)
+    zero = (f"infinite perplexity: {t['zero_probs']:,} test tokens have probability 0"
+            if t and t.get("ppl") is None and t.get("zero_probs") else None)
+    notes = [x for x in (warning and f"⚠ undertrained: {warning}", r.get("error") and f"not estimated: {r['error']}",
+                         zero, r.get("note")) if x]
+    cached = "scored" if r.get("stopped") == "adopted" else {True: "from the cache", False: "trained in this run"}.get(
+        r.get("cached"), "")
+    out = {
+        "id": r["id"], "label": r["label"], "family": r["family"], "family_name": FAMILY_NAMES.get(r["family"], r["family"]),
+        "valid": fmt_ppl(r.get("valid")), "test": test,
+        "ci": "–" if not ci.get("ppl") else f"{fmt_fixed(ci['ppl'][0], 2)}–{fmt_fixed(ci['ppl'][1], 2)}",
+        "ci_bpb": "" if not ci.get("bits_per_byte") else
+        f"{fmt_fixed(ci['bits_per_byte'][0], 3)}–{fmt_fixed(ci['bits_per_byte'][1], 3)}",
+        "bpt": fmt_num(norm.get("bits_per_token")), "bpc": fmt_num(norm.get("bits_per_char")),
+        "bpb": fmt_num(norm.get("bits_per_byte")),
+        "bpw": fmt_num(norm.get("bits_per_word")),
+        "v_valid": (r.get("valid") or {}).get("ppl"), "v_test": t.get("ppl"),
+        "v_bpt": norm.get("bits_per_token"), "v_bpb": norm.get("bits_per_byte"),
+        "v_bpc": norm.get("bits_per_char"), "v_bpw": norm.get("bits_per_word"),
+        "v_size": r.get("size"), "v_train": r.get("train_seconds"),
+        "floor": "–" if not floor else (f"{fmt_fixed(floor['extra_bits_per_token'], 3, sign=True)} bits "
+                                        f"(×{fmt_fixed(floor['ppl_ratio'], 2)})"),
+        "v_floor": floor["extra_bits_per_token"] if floor else None,
+        "size": fmt_size(r.get("size")), "size_unit": SIZE_UNITS.get(r.get("size_unit", ""), r.get("size_unit", "")),
+        "train": fmt_seconds(r.get("train_seconds"), unit), "cached": cached,
+        "notes": notes, "note": "; ".join(notes),
+        "undertrained": bool(warning),
+        "budget": fmt_budget(r, unit) if r["family"] == "neural" else "",
+        "best": set(),
+    }
+    for k in list(out):
+        if k.startswith("v_"):
+            out[k] = _clean(out[k])
+    return out
+
+
+SHORT = {"mle": "MLE", "laplace": "Laplace", "addk": "add-k", "wb": "Witten-Bell", "jm": "Jelinek-Mercer",
+         "katz": "Katz", "absolute": "abs. discounting", "kn": "KN", "mkn": "MKN"}
+
+
+def _short(row: Optional[dict]) -> str:
+    """A component's name inside a mixture's label: "MKN 3-gram" for an n-gram, the label otherwise."""
+    if row is None:
+        return "?"
+    if row.get("family") == "ngram" and row.get("order"):
+        return f"{SHORT.get(row['model'], row['model'])} {row['order']}-gram"
+    return row["label"]
+
+
+def _mixture_labels(rows: list, by_id: dict) -> list:
+    """Mixtures named by their parts ("MKN 3-gram + LSTM (small)"), their weights moved to a note: the
+    long "0.81 x modified Kneser-Ney 3-gram + 0.19 x ..." made the table's first column ten lines tall."""
+    out = []
+    for r in rows:
+        comps = r.get("components") or []
+        if r.get("family") == "interpolated" and len(comps) == 2 and r.get("lambda") is not None:
+            r = {**r, "label": f"{_short(by_id.get(comps[0]))} + {_short(by_id.get(comps[1]))}",
+                 "note": "; ".join(x for x in (f"λ = {fmt_fixed(r['lambda'], 2)} on the n-gram model", r.get("note")) if x)}
+        elif r.get("family") == "infini" and len(comps) == 2:
+            r = {**r, "label": f"∞-gram + {_short(by_id.get(comps[1]))}"}
+        out.append(r)
+    return out
+
+
+def _clean(v):
+    """A raw number for a data-v attribute or a CSV cell: never -0.0 (x + 0.0 turns -0.0 into 0.0)."""
+    return v + 0.0 if isinstance(v, float) else v
+
+
+def _summary(summary: list, results: dict) -> dict:
+    """The report's first lines: the best model of each family (by valid perplexity, undertrained rows
+    left out), the headline ratio (best neural against best n-gram on test) and the V^n sentence."""
+    best = []
+    for fam in FAMILY_NAMES:
+        rows = [r for r in summary if r["family"] == fam and r["v_valid"] is not None and not r["undertrained"]]
+        if rows:
+            r = min(rows, key=lambda x: x["v_valid"])
+            best.append({"family": FAMILY_NAMES[fam], "label": r["label"], "test": r["test"], "ci": r["ci"],
+                         "bpb": r["bpb"], "v_test": r["v_test"]})
+    by = {b["family"]: b for b in best}
+    headline = None
+    ng, nn = by.get("n-gram"), by.get("neural")
+    if ng and nn and ng["v_test"] and nn["v_test"]:
+        ratio = nn["v_test"] / ng["v_test"]
+        word = "below" if ratio < 1 else "above"
+        headline = (f"{nn['label']} reaches test perplexity {nn['test']} against {ng['test']} for {ng['label']}: "
+                    f"{fmt_fixed(abs(1 - ratio) * 100, 1)} % {word} the best n-gram model (ratio "
+                    f"{fmt_fixed(ratio, 3)}).")
+    wall = results.get("vwall") or []
+    vn = None
+    if wall:
+        w = wall[-1]
+        vn = (f"At n = {w['order']}, V^n = 10^{fmt_fixed(w['possible_log10'], 1)} {w['order']}-grams are possible; "
+              f"the training text holds {w['distinct_train']:,} of them ({fmt_share(w['coverage_of_possible'])}), "
+              f"and {fmt_share(w['test_unseen_share'])} of the test text's {w['order']}-grams never occur in it.")
+    return {"best": best, "headline": headline, "vn": vn}
+
+
+def _mark_best(rows: list) -> None:
+    """Mark each column's lowest value (``row["best"]`` holds the column names), among rows that are a
+    result: not undertrained, and a distribution over the vocabulary."""
+    for col in BEST_COLUMNS:
+        vals = [(r[f"v_{col}"], i) for i, r in enumerate(rows) if r[f"v_{col}"] is not None and not r["undertrained"]]
+        if vals:
+            rows[min(vals)[1]]["best"].add(col)
+
+
+def _footnotes(rows: list) -> list:
+    """Each distinct note once, numbered; a row's cell shows its numbers (a long note -- Katz's fallback
+    discounts -- would otherwise make its row nine lines tall)."""
+    notes: list = []
+    for r in rows:
+        r["refs"] = []
+        for n in r["notes"]:
+            if n not in notes:
+                notes.append(n)
+            r["refs"].append(notes.index(n) + 1)
+    return [{"n": i, "text": n} for i, n in enumerate(notes, start=1)]
+
+
+def _best_per_smoother(rows: list) -> list:
+    best = {}
+    for r in rows:
+        v = r.get("valid")
+        key = r["model"]
+        if v and v.get("ppl") is not None:
+            if key not in best or best[key]["valid"]["ppl"] > v["ppl"]:
+                best[key] = r
+        elif key not in best:
+            best.setdefault(key, None)
+    out = []
+    for key, r in best.items():
+        if r is None:  # no order gave a finite perplexity (MLE): show the highest order anyway
+            r = max((x for x in rows if x["model"] == key), key=lambda x: x["order"])
+        out.append(r)
+    return out
+
+
+def build_context(results: dict) -> dict:
+    """The template variables: the head's (the results table, units, settings), then each section's."""
+    from corpora.textio import shown_path
+
+    from ..sections.orders import infini_rows
+
+    s = dict(results["settings"])
+    if s.get("checkpoints"):  # as the reader's folders, not this machine's
+        s["checkpoints"] = [shown_path(c) for c in s["checkpoints"]]
+    corpus = results["corpus"]
+    truth = (corpus.get("truth") or {}).get("test")
+    ngram = results.get("ngram", [])
+    neural = results.get("neural", [])
+    interp = results.get("interpolation", [])
+    flagged = undertrained(results)
+    by_id = {r["id"]: r for r in ngram + neural}
+    shown = _best_per_smoother(ngram) + neural + _mixture_labels(interp + infini_rows(results), by_id)
+    unit = time_unit(r.get("train_seconds") for r in shown)
+    summary = [_row(r, flagged.get(r["id"]), unit) for r in shown]
+    _mark_best(summary)
+    footnotes = _footnotes(summary)
+    families = [{"family": f, "name": FAMILY_NAMES[f]} for f in FAMILY_NAMES if any(r["family"] == f for r in summary)]
+    problems = [{"id": r["id"], "error": r["error"]} for r in ngram + neural if r.get("error")]
+    timing = results.get("timing") or {}
+    return {
+        "footnotes": footnotes, "families": families, "time_unit": unit, "top": _summary(summary, results),
+        "has_floor": truth is not None, "has_bpw": any(r["v_bpw"] is not None for r in summary),
+        # Bits per character equal bits per byte on an ASCII text: one column then says both.
+        "has_bpc": any(r["v_bpc"] is not None and (r["v_bpb"] is None or abs(r["v_bpc"] - r["v_bpb"]) > 1e-12)
+                       for r in summary),
+        "settings_shown": {k: fmt_setting(v) for k, v in s.items()},
+        "problems": problems, "undertrained": [{"label": r["label"], "why": flagged[r["id"]]} for r in neural
+                                               if r["id"] in flagged], "r": results, "s": s, "corpus": corpus, "truth": truth, "summary": summary,
+        "timing": {"total": fmt_seconds(timing.get("total_seconds")), "trained": timing.get("trained", 0),
+                   "cached": timing.get("cached", 0)},
+        "tokenizer": _tokenizer(results)["kind"], "units": token_units(_tokenizer(results)),
+        "neural_none": not s.get("neural") and not s.get("checkpoints"),
+        "has_neural": bool(neural),
+        "status": results.get("status"),
+        # A results.json of an earlier version has no byte counts: its bits/byte read "–", B is not shown.
+        "sizes": {split: {"bytes": None, **v} for split, v in corpus["sizes"].items()},
+        **sections.context(results),
+    }
+
+
+def _tokenizer(results: dict) -> dict:
+    """The run's tokenizer spec: the corpus's recorded spec, else the ``--tokenizer`` setting."""
+    spec = dict((results.get("corpus") or {}).get("tokenizer") or {})
+    if not spec.get("kind"):
+        spec["kind"] = (results.get("settings") or {}).get("tokenizer") or "whitespace"
+    return spec
+
+
+# ---------------------------------------------------------------------------- writing
+def _readable(*paths: Path) -> None:
+    """Atomic writes create private (0600) files; reports are meant to be shared: apply the umask."""
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    for p in paths:
+        os.chmod(p, 0o666 & ~mask)
+
+
+def _env(autoescape: bool) -> jinja2.Environment:
+    env = jinja2.Environment(autoescape=autoescape, trim_blocks=True, lstrip_blocks=True,
+                             undefined=jinja2.StrictUndefined)
+    # JSON inside <script>: escape <, > and & so no "</script>" or "<!--" can end or change the block.
+    env.filters["tojson_safe"] = lambda obj: markupsafe.Markup(
+        json.dumps(obj).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+    env.filters["fixed"] = fmt_fixed  # {{ x|fixed(2) }}: never "-0.00"
+    return env
+
+
+def render(out: Path, results: dict) -> dict:
+    """Write ``plots/*.png``, ``report.md`` and ``report.html`` into ``out``; returns their paths."""
+    out = Path(out)
+    figures = plots.all_plots(results, sections.plot_functions())
+    for name, png in figures.items():
+        atomic_write_bytes(out / "plots" / f"{name}.png", png)
+    ctx = build_context(results)
+    titles = sections.plot_titles()
+    ctx["plots"] = {name: {"title": titles[name], "file": f"plots/{name}.png",
+                           "b64": base64.b64encode(png).decode("ascii")} for name, png in figures.items()}
+    for name in titles:  # a figure this results.json has no data for (an earlier version's file): absent
+        ctx["plots"].setdefault(name, None)
+    md_template, html_template = assemble(sections.SECTIONS)  # the sections registered now, in order
+    ctx["table_js"] = tables.SORT_JS
+    md = _env(False).from_string(md_template).render(**ctx)
+    html = _env(True).from_string(html_template).render(**ctx)
+    html, csvs = tables.add_csv_links(html, out)
+    atomic_write_text(out / "report.md", md)
+    atomic_write_text(out / "report.html", html)
+    _readable(out / "report.md", out / "report.html", *(out / "plots" / f"{n}.png" for n in figures), *csvs)
+    return {"md": out / "report.md", "html": out / "report.html", "plots": sorted(figures),
+            "tables": sorted(p.name for p in csvs)}
