@@ -173,29 +173,46 @@ def test_ptb_counts_the_same_in_every_format(run_cli, shared_corpora, tmp_path, 
     assert a["ppl_excluding_oovs"] == pytest.approx(b["ppl_excluding_oovs"], rel=1e-6)
 
 
-@pytest.mark.skipif(not hasattr(__import__("os"), "confstr") or not __import__("os").confstr("CS_GNU_LIBC_VERSION"),
-                    reason="the malloc setting is glibc's")
-def test_the_program_keeps_freed_memory_for_reuse():
-    """cli._tune_malloc (the program's, not the library's): a 20 MB array made again after it was
-    dropped reuses the same pages instead of faulting in new ones; NGRAMLM_MALLOC=default opts out."""
+def test_the_prompt_exit_flushes_closes_the_logs_and_stops_worker_processes(tmp_path):
+    """cli._exit_now (an interrupted program's exit, without the interpreter's teardown) still does what a
+    normal exit does that matters: the output is flushed, buffered log records are written, and a
+    multiprocessing worker is stopped rather than left running after the program."""
     import os
     import subprocess
     import sys
     from pathlib import Path
 
-    code = ("import resource, numpy as np, cli\n"
-            "cli._tune_malloc()\n"
-            "faults = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
-            "a = np.ones(20 << 17); del a\n"
-            "f = faults(); b = np.ones(20 << 17); print(faults() - f)\n")
+    log = tmp_path / "run.log"
+    code = ("import logging, logging.handlers, multiprocessing, sys, time\n"
+            "import cli\n"
+            "h = logging.handlers.MemoryHandler(100, target=logging.FileHandler(sys.argv[1]))\n"
+            "logging.getLogger('t').addHandler(h)\n"
+            "logging.getLogger('t').warning('a buffered record')\n"
+            "p = multiprocessing.Process(target=time.sleep, args=(60,), daemon=True)\n"
+            "p.start()\n"
+            "sys.stdout.write(f'{p.pid} unflushed')\n"
+            "cli._exit_now(130)\n")
     root = Path(__file__).resolve().parents[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "NGRAMLM_MALLOC"}
-    got = {}
-    for mode in ("tuned", "default"):
-        e = {**env, "PYTHONPATH": str(root)} if mode == "tuned" else {**env, "PYTHONPATH": str(root), "NGRAMLM_MALLOC": "default"}
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, cwd=root)
-        assert out.returncode == 0, out.stderr
-        got[mode] = int(out.stdout.strip())
-    # (By default glibc mmaps a fresh block, paged in anew: 5,120 faults of 4 KiB, fewer where the
-    # kernel gives transparent huge pages, as numpy asks for arrays this big.)
-    assert got["tuned"] < (20 << 20) // 4096 // 10 and got["tuned"] * 4 < got["default"], got
+    out = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, cwd=root,
+                         env={**os.environ, "PYTHONPATH": str(root)}, timeout=60)
+    assert out.returncode == 130 and out.stderr == "", out.stderr
+    pid, word = out.stdout.split()
+    assert word == "unflushed" and log.read_text("utf-8") == "a buffered record\n"
+    with pytest.raises(ProcessLookupError):  # terminated and reaped, not left sleeping for a minute
+        os.kill(int(pid), 0)
+
+
+def test_the_infini_gram_without_its_extra_is_one_line_naming_it(run_cli, tmp_path, monkeypatch):
+    """pydivsufsort (the suffix arrays) is the ``infini`` extra: where it is not installed, building an
+    index is refused in one line that names the extra, never a traceback; an index already built
+    still loads and answers."""
+    text = tmp_path / "t.txt"
+    text.write_text(TEXT, encoding="utf-8")
+    assert run_cli("infini", "build", text, "-o", tmp_path / "built.npz")[0] == 0
+    monkeypatch.setitem(__import__("sys").modules, "pydivsufsort", None)  # `import pydivsufsort` now fails
+    code, out, err = run_cli("infini", "build", text, "-o", tmp_path / "i.npz")
+    assert code == 2 and out == "" and not (tmp_path / "i.npz").exists()
+    assert err == ("Error: building an ∞-gram index needs pydivsufsort (its suffix arrays), which is not installed "
+                   "(fix: pip install 'ngramlm[infini]')\n"), err
+    code, out, err = run_cli("infini", "count", tmp_path / "built.npz", "sat", "on")  # in two of the lines
+    assert code == 0 and out.split("\t")[0] == "2", err

@@ -143,13 +143,42 @@ def test_loading_a_binary_imports_no_numpy():
         assert out.stdout.strip() == "[]", out.stdout  # the packages' lazy __init__s import nothing heavy
 
 
-def test_other_files_load_as_the_toolkits_model(toy, tmp_path):
+def test_other_files_are_read_by_the_toolkits_model(toy, tmp_path):
     arpa = DATA / "toy3s.arpa.gz"
     m = lean.Model(arpa)
-    assert isinstance(m, ToolkitModel)
+    assert type(m) is lean.Model and m.path == str(arpa) and repr(m) == "<Model from toy3s.arpa.gz>"
     assert m.score("chex giga") == pytest.approx(lean.Model(DATA / "toy3s.probing.bin").score("chex giga"), abs=1e-5)
+    full = ToolkitModel(arpa)
+    line = "chex giga zzqx chex"
+    assert m.score(line) == full.score(line) and list(m.full_scores(line)) == list(full.full_scores(line))
+    assert m.perplexity(line) == full.perplexity(line) and m.order == full.order == 3
+    assert ("chex" in m, "zzqx" in m) == (True, False)
+    assert _walk(m, lean.State, line) == _walk(full, lean.State, line)
+    c = pickle.loads(pickle.dumps(m))  # reopens the file by its path, as for a binary
+    assert type(c) is lean.Model and c.score(line) == m.score(line)
     with pytest.raises(InputError, match="no-such"):
         lean.Model(tmp_path / "no-such.bin")
+
+
+def test_every_file_opens_as_an_instance_of_the_module_s_model(toy, tmp_path):
+    """As with the kenlm module, ``isinstance(kenlm.Model(path), kenlm.Model)`` holds for every file it
+    opens: binaries searched in place, ARPA (plain or .gz) and the toolkit's .npz, read by ngramlm.Model.
+    Before, ``Model.__new__`` returned an ngramlm.Model for the last three, which is not one.  The
+    state API stays a direct call into C either way (no Python frame per word)."""
+    npz = tmp_path / "toy4.npz"
+    toy["lm"].save(npz)
+    files = _all_files(toy) + [str(toy["arpa"]), str(DATA / "toy3s.arpa.gz"), str(npz)]
+    for path in files:
+        m = lean.Model(path)
+        assert isinstance(m, lean.Model), path
+        assert type(m.BaseScore.__self__).__module__ == "ngramlm._fast", (path, m.BaseScore)  # the C tables' own
+    assert isinstance(lean.LanguageModel(npz), lean.Model)
+    line = toy["lines"][0]
+    a, b = lean.Model(npz), lean.Model(toy["files"]["probing"])
+    assert a.score(line) == pytest.approx(b.score(line), abs=1e-4)
+    wa, wb = _walk(a, lean.State, line), _walk(b, lean.State, line)
+    assert [r[2:] for r in wa] == [r[2:] for r in wb] and len(wa) == len(line.split()) + 1
+    assert [r[0] for r in wa] == pytest.approx([r[0] for r in wb], abs=1e-5)
 
 
 def test_damaged_files_give_the_path_and_the_fix(toy, tmp_path):
@@ -251,7 +280,7 @@ def test_without_the_extension_a_binary_loads_as_the_toolkits_model():
     m = lean.Model(DATA / "toy3s.trie.bin")
     a, b = lean.State(), lean.State()
     m.BeginSentenceWrite(a)
-    assert module == "ngramlm.query" and state == "PyState"
+    assert module == "ngramlm.kenlm" and state == "PyState"  # the module's Model, over ngramlm.Model's tables
     assert float(total) == pytest.approx(m.score("chex giga"), abs=1e-5)
     assert float(first) == pytest.approx(m.BaseScore(a, "chex", b), abs=1e-6)
 

@@ -11,8 +11,8 @@ the position.  P∞ is zero where h' was never followed by w, so on its own it i
 language model; interpolated with a smoothed model (MKN) or a neural one it is.
 
 The index is the padded training stream ``<s> w1 .. wm </s> <s> ...`` (tokens in the narrowest
-unsigned dtype) and its suffix array (int32 below 2**31 tokens), built by ``pydivsufsort`` on the
-big-endian bytes of the tokens (byte order = token order) -- 6 bytes a token for a vocabulary
+unsigned dtype) and its suffix array (int32 below 2**31 tokens), built by ``pydivsufsort`` (the
+``infini`` extra) on the big-endian bytes of the tokens (byte order = token order) -- 6 bytes a token for a vocabulary
 below 65,536.  A history never contains ``</s>``, so no match crosses a sentence end.  Queries run
 in C (``ngramlm._fast``): a binary search per pattern, and for a whole test stream the longest
 match at every position, amortised (the effective n grows by at most one a token).  Without the
@@ -123,7 +123,11 @@ class InfiniIndex:
 
     @classmethod
     def _from_padded(cls, tokens: np.ndarray, vocab: Vocab, *, n_sentences: int, source: str) -> "InfiniIndex":
-        import pydivsufsort
+        try:
+            import pydivsufsort
+        except ImportError:  # an optional part: building an index needs it, loading one does not
+            raise InputError("building an ∞-gram index needs pydivsufsort (its suffix arrays), which is not "
+                             "installed", fix="pip install 'ngramlm[infini]'") from None
 
         width = tokens.dtype.itemsize
         # Big-endian bytes sort like the token ids; suffixes at odd byte offsets are dropped.

@@ -21,8 +21,9 @@ per-word values, and the sentence totals (summed in float32, as kenlm sums them)
 split as kenlm splits it, on ASCII whitespace of its UTF-8 bytes.
 
 Any other model -- ARPA (plain or .gz), the toolkit's ``.npz``, a probing binary with rest costs,
-or any model where the compiled extension is missing -- loads as :class:`ngramlm.Model`, the same
-API over the toolkit's own tables (numpy and all).
+or any model where the compiled extension is missing -- is read by :class:`ngramlm.Model`, the same
+API over the toolkit's own tables (numpy and all), and the :class:`Model` here hands every call to
+it.  Either way ``kenlm.Model(path)`` is an instance of :class:`Model`, as with the kenlm module.
 """
 from __future__ import annotations
 
@@ -63,22 +64,22 @@ def _reads_in_place(path) -> bool:
 
 class Model:
     """kenlm.Model over a KenLM binary, searched where it lies (see the module's text); any other
-    file comes back as an :class:`ngramlm.Model`."""
+    file is read by an :class:`ngramlm.Model`, whose methods this object's are."""
 
-    def __new__(cls, path, config: Config | None = None):
-        if not _reads_in_place(path):
-            from ..query import Model as ToolkitModel
-
-            return ToolkitModel(path, config)
-        return super().__new__(cls)
+    # The toolkit's model where it reads the file (None where this class searches a binary in place).
+    _toolkit = None
 
     def __init__(self, path, config: Config | None = None) -> None:
         config = config or Config()
         self.path = os.path.abspath(os.fspath(path))
+        if not _reads_in_place(path):
+            self._open_with_the_toolkit(path, config)
+            return
         # Words are found by their hashes, as KenLM finds them: a file built without its vocabulary
         # strings (build_binary -v) reads as well as any.
         self._file = BinaryFile(self.path, populate=config.load_method != LoadMethod.LAZY, need_words=False)
         h = self._file.header
+        self._order = h.order
         buf = self._file.buf
         if h.kind == "trie":
             L = trie_file_layout(self._file)
@@ -105,15 +106,29 @@ class Model:
         self.BaseScore = self._tables.base_score
         self._sentence = self._tables.sentence_text
 
+    def _open_with_the_toolkit(self, path, config: Config) -> None:
+        from ..query import Model as ToolkitModel
+
+        model = ToolkitModel(path, config)
+        self._toolkit = model
+        self._order = model.order
+        # The toolkit model's bound methods as this object's attributes: a call goes straight to them
+        # (to C where the extension is built), with no frame of this class in between.
+        for name in ("BeginSentenceWrite", "NullContextWrite", "BaseScore", "BaseFullScore",
+                     "score", "full_scores", "perplexity"):
+            setattr(self, name, getattr(model, name))
+
     def _damaged(self, message: str, fix: str):
         raise InputError(message, path=self.path, fix=fix)
 
     # ------------------------------------------------------------------ kenlm.Model attributes
     @property
     def order(self) -> int:
-        return self._file.header.order
+        return self._order
 
     def __contains__(self, word) -> bool:
+        if self._toolkit is not None:
+            return word in self._toolkit
         return self._tables.word_id(word) != 0  # kenlm: in the model when its id is not <unk>'s
 
     def __repr__(self) -> str:
