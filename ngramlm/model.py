@@ -18,7 +18,7 @@ from corpora.vocab import EncodedText, Vocab
 from .counts import NgramCounts, check_order
 from .builder.estimate import estimate_tables  # noqa: F401 (re-exported: ngramlm.model.estimate_tables)
 from .scorer import Scorer, TokenScores  # noqa: F401 (TokenScores re-exported)
-from .smoothing import Smoother, backoff_smoothers, make_smoother, named_list
+from .smoothing import SMOOTHER_INFO, Smoother, backoff_smoothers, canonical_name, make_smoother, named_list
 from .tables import NgramTables
 
 
@@ -48,7 +48,7 @@ class NgramLM(Scorer):
         compat: Optional[str] = None,
     ) -> None:
         self.order = order
-        self.smoothing = smoothing
+        self.smoothing = canonical_name(smoothing)  # an alias is its smoother's name from here on
         self.k = k
         self.discount = discount
         self.discount_fallback = discount_fallback
@@ -73,7 +73,7 @@ class NgramLM(Scorer):
         if self.compat is not None:
             if self.compat != "kenlm":
                 raise InputError(f"unknown compat {self.compat!r}", fix="use compat='kenlm' (or none)")
-            if smoother.name not in ("mkn", "kn"):
+            if not SMOOTHER_INFO[smoother.name].compat:
                 raise InputError(f"compat='kenlm' reproduces lmplz's Kneser-Ney; {smoother.name} is not estimated "
                                  "by lmplz", fix="train with smoothing mkn (or kn), or drop the compat option")
         return smoother
@@ -153,40 +153,22 @@ class NgramLM(Scorer):
         counts would not fit ``memory``, ``"disk"`` always; the model is then read back from the
         native file it writes in the temp folder (its keys, probabilities and back-offs: about 24
         bytes an n-gram).  ``ngramlm train`` writes that file in place instead, and never holds it.
+
+        The build is :func:`ngramlm.builder.pipeline.build`, the one ``ngramlm train`` runs; ``progress``
+        gets the messages of its counting and estimation steps.
         """
-        from .builder.text_counts import BuildInput, build_counts
+        from .builder.pipeline import BuildConfig, build
 
-        on_disk = None
-        if estimation != "memory":
-            from .builder import outofcore
+        def detail(message, stage=None, depth=0):  # the counting and estimation steps' messages
+            if progress is not None and depth == 2:
+                progress(message)
 
-            smoother = self._make_smoother()
-            why = outofcore.unsupported_reason(self, smoother)
-            if why is None:
-                def estimate_on_disk(dc, vocab_, folder, mem):
-                    from .io.native import load_native_tables
-
-                    dm = outofcore.estimate(dc, smoother, vocab_.n_types, folder, mem, progress=progress)
-                    path = folder.path / "model.npz"
-                    outofcore.write_model(dm, self, smoother, vocab_, path, arpa=False, memory=mem, folder=folder)
-                    # As estimate_tables makes them (the file's JSON has lists where the parameters had tuples).
-                    return load_native_tables(path, mmap=False)[0].replace(vocab=vocab_,
-                                                                         smoother_params=smoother.get_params())
-
-                on_disk = estimate_on_disk
-            elif estimation == "disk":
-                raise InputError(f"cannot estimate this model out of core: {why}", fix='use estimation="memory"')
-        res = build_counts(BuildInput(list(paths), tokenizer=tokenizer, keep_empty=keep_empty,
-                                      vocab_params={"min_count": min_count, "max_size": max_size,
-                                                    "unk_token": unk_token}),
-                           order=check_order(self.order), vocab=vocab, memory=memory, temp_dir=temp_dir,
-                           client=client, progress=progress, estimation=estimation if on_disk else "memory",
-                           on_disk=on_disk)
-        if res.on_disk is not None:
-            self._set_tables(res.on_disk)
-        else:
-            self.fit(None, vocab=res.vocab, counts=res.counts, heldout=heldout)
-        self.build_stats_ = {"sentences": res.sentences, "words": res.words}
+        config = BuildConfig.for_estimator(self, files=True, tokenizer=tokenizer, keep_empty=keep_empty, vocab=vocab,
+                                           min_count=min_count, max_size=max_size, unk_token=unk_token,
+                                           heldout=heldout, memory=memory, temp_dir=temp_dir, dask=client,
+                                           estimation=estimation)
+        built = build(list(paths), config, detail, estimator=self)
+        self.build_stats_ = {"sentences": built.sentences, "words": built.words}
         return self
 
     # ------------------------------------------------------------------ tables

@@ -553,34 +553,66 @@ class AdditiveSmoother(Smoother):
 
 
 @dataclass(frozen=True)
+class SmootherParam:
+    """A keyword parameter of a smoother class, and the ``ngramlm train`` option that sets it (None: the
+    parameter is the API's only, and :class:`~ngramlm.model.NgramLM` does not take it)."""
+
+    name: str
+    option: Optional[str] = None
+
+
+K = SmootherParam("k", "--k")
+DISCOUNT = SmootherParam("discount", "--discount")
+DISCOUNT_FALLBACK = SmootherParam("discount_fallback", "--discount-fallback")
+ALPHA = SmootherParam("alpha", "--alpha")
+LAMBDAS = SmootherParam("lambdas", "--lambdas")
+# The smoother parameters NgramLM takes, in the order of its signature (and of a native file's init_params).
+ESTIMATOR_PARAMS = (K, DISCOUNT, DISCOUNT_FALLBACK, ALPHA, LAMBDAS)
+
+
+@dataclass(frozen=True)
 class SmootherInfo:
-    """A smoother as the rest of the toolkit sees it: adding one is its class plus one entry in
-    :data:`REGISTERED` (the CLI, the native and ARPA files, the report's names and the error messages
-    read this table)."""
+    """Everything the toolkit knows about a smoother: adding one is its class plus one entry in
+    :data:`REGISTERED` (the CLI, the native and ARPA files, the builds, the report's names and the error
+    messages read this table, and nothing else says which smoother can do what)."""
 
     name: str  # the registered name (--smoothing, the files' "smoothing")
     cls: type
     label: str  # the report's display name
+    aliases: tuple = ()  # other names accepted for it (any case), resolved where a name comes in
+    params: tuple = ()  # its SmootherParams: the class's keyword parameters, in its signature's order
     form: str = "backoff"  # "backoff" (ARPA form: log10 p + back-off per n-gram) or "additive" (from counts)
     probability: bool = True  # False: scores, not probabilities (stupid backoff)
     fixed: dict = field(default_factory=dict)  # parameters fixed by the name (mle: k = 0)
     fallback: object = None  # the discount_fallback `compare` retries with on degenerate counts
+    merges: bool = False  # count merging (ngramlm.builder.count_merge) weights its statistics
+    out_of_core: bool = False  # the out-of-core estimation (ngramlm.builder.outofcore) implements it
+    compat: bool = False  # has lmplz's form (compat="kenlm", ngramlm.kenlm_compat)
 
 
+_KN = (DISCOUNT_FALLBACK, SmootherParam("discounts"))
 REGISTERED = (
-    SmootherInfo("mkn", ModifiedKneserNey, "modified Kneser-Ney", fallback=(0.5, 1.0, 1.5)),
-    SmootherInfo("kn", KneserNey, "Kneser-Ney", fallback=(0.5, 1.0, 1.5)),
-    SmootherInfo("absolute", AbsoluteDiscounting, "absolute discounting", fallback=(0.5, 1.0, 1.5)),
-    SmootherInfo("wb", WittenBell, "Witten-Bell"),
-    SmootherInfo("jm", JelinekMercer, "Jelinek-Mercer"),
-    SmootherInfo("katz", Katz, "Katz", fallback=True),
-    SmootherInfo("stupid", StupidBackoff, "stupid backoff", probability=False),
-    SmootherInfo("addk", AdditiveSmoother, "add-k", form="additive"),
-    SmootherInfo("laplace", AdditiveSmoother, "Laplace (add-1)", form="additive", fixed={"k": 1.0}),
+    SmootherInfo("mkn", ModifiedKneserNey, "modified Kneser-Ney", aliases=("modified-kneser-ney",), params=_KN,
+                 fallback=(0.5, 1.0, 1.5), merges=True, out_of_core=True, compat=True),
+    SmootherInfo("kn", KneserNey, "Kneser-Ney", aliases=("kneser-ney",), params=_KN, fallback=(0.5, 1.0, 1.5),
+                 merges=True, out_of_core=True, compat=True),
+    SmootherInfo("absolute", AbsoluteDiscounting, "absolute discounting", aliases=("abs",),
+                 params=(DISCOUNT, DISCOUNT_FALLBACK), fallback=(0.5, 1.0, 1.5), merges=True),
+    SmootherInfo("wb", WittenBell, "Witten-Bell", aliases=("witten-bell",), merges=True),
+    SmootherInfo("jm", JelinekMercer, "Jelinek-Mercer", aliases=("jelinek-mercer",), params=(LAMBDAS,)),
+    SmootherInfo("katz", Katz, "Katz", params=(SmootherParam("k_max"), DISCOUNT_FALLBACK), fallback=True),
+    SmootherInfo("stupid", StupidBackoff, "stupid backoff", aliases=("stupid-backoff",), params=(ALPHA,),
+                 probability=False),
+    SmootherInfo("addk", AdditiveSmoother, "add-k", aliases=("lidstone", "add-k"), params=(K,), form="additive"),
+    SmootherInfo("laplace", AdditiveSmoother, "Laplace (add-1)", aliases=("add-one",), form="additive",
+                 fixed={"k": 1.0}),
     SmootherInfo("mle", AdditiveSmoother, "MLE", form="additive", fixed={"k": 0.0}),
 )
 SMOOTHER_INFO = {i.name: i for i in REGISTERED}
 SMOOTHERS = {i.name: i.cls for i in REGISTERED}  # name -> class
+ALIASES = {a: i.name for i in REGISTERED for a in i.aliases}  # alias -> registered name
+# The command-line option of each NgramLM parameter, for error messages.
+OPTIONS = {p.name: p.option for p in ESTIMATOR_PARAMS}
 
 
 def backoff_smoothers() -> tuple:
@@ -589,21 +621,35 @@ def backoff_smoothers() -> tuple:
     return tuple(i.name for i in REGISTERED if i.form == "backoff" and i.probability)
 
 
+def mergeable_smoothers() -> tuple:
+    """The smoothers count merging (``--weights``) weights: each text discounted by its own statistics."""
+    return tuple(i.name for i in REGISTERED if i.merges)
+
+
+def out_of_core_smoothers() -> tuple:
+    """The smoothers the out-of-core estimation implements."""
+    return tuple(i.name for i in REGISTERED if i.out_of_core)
+
+
+def compat_smoothers() -> tuple:
+    """The smoothers with lmplz's form (``compat="kenlm"``)."""
+    return tuple(i.name for i in REGISTERED if i.compat)
+
+
 def named_list(names) -> str:
     """``"a, b or c"``: for messages that list what is accepted."""
     names = list(names)
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
-ALIASES = {
-    "modified-kneser-ney": "mkn", "kneser-ney": "kn", "witten-bell": "wb", "jelinek-mercer": "jm",
-    "lidstone": "addk", "add-k": "addk", "add-one": "laplace", "stupid-backoff": "stupid", "abs": "absolute",
-}
-
-
-# The command-line option of each NgramLM parameter, for error messages.
-OPTIONS = {"k": "--k", "discount": "--discount", "discount_fallback": "--discount-fallback", "alpha": "--alpha",
-           "lambdas": "--lambdas"}
+def canonical_name(name):
+    """The registered name of smoother ``name`` (an alias, in any case), or ``name`` unchanged when it names
+    no smoother (``None``, a file's ``"arpa"``, a typo: the estimator says what is wrong when it fits).
+    Names are resolved once, where they come in (``NgramLM(smoothing=...)``, ``--smoothing``)."""
+    if not isinstance(name, str):
+        return name
+    key = ALIASES.get(name.lower(), name.lower())
+    return key if key in SMOOTHERS else name
 
 
 def smoother_params(name: str) -> tuple:
@@ -611,19 +657,11 @@ def smoother_params(name: str) -> tuple:
 
     ``mle`` and ``laplace`` take none: they are add-k with k fixed at 0 and 1.
     """
-    key = _key(name)
-    if SMOOTHER_INFO[key].fixed:
-        return ()
-    import inspect
-
-    # Keyword parameters only: a class without its own __init__ (Witten-Bell) shows object's *args/**kwargs.
-    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return tuple(p.name for p in inspect.signature(SMOOTHERS[key].__init__).parameters.values()
-                 if p.kind in kinds and p.name != "self")
+    return tuple(p.name for p in SMOOTHER_INFO[_key(name)].params)
 
 
 def _key(name: str) -> str:
-    key = ALIASES.get(name.lower(), name.lower())
+    key = canonical_name(name)
     if key not in SMOOTHERS:
         raise InputError(f"unknown smoother {name!r}", fix=f"choose one of {', '.join(SMOOTHERS)}")
     return key

@@ -281,11 +281,16 @@ def test_wb_with_discount_example_and_aliases():
         NgramLM(order=3, smoothing="wb", discount=0.3).fit(train, vocab=v)
     assert str(e.value) == ("smoother 'wb' does not take discount (--discount), got 0.3; it takes no parameters "
                             "(fix: drop discount (--discount), or use a smoother that takes it: absolute)")
+    from ngramlm import make_smoother
+
     with pytest.raises(InputError) as e:
-        NgramLM(order=3, smoothing="Kneser-Ney", alpha=0.4)._make_smoother()
+        make_smoother("Kneser-Ney", alpha=0.4)
     assert e.value.message == ("smoother 'Kneser-Ney' (kn) does not take alpha (--alpha), got 0.4; "
                                "it takes discount_fallback (--discount-fallback), discounts")
     assert e.value.fix == "drop alpha (--alpha), or use a smoother that takes it: stupid"
+    # The estimator resolves the alias where it comes in: from there on it is kn.
+    with pytest.raises(InputError, match="^smoother 'kn' does not take alpha"):
+        NgramLM(order=3, smoothing="Kneser-Ney", alpha=0.4)._make_smoother()
 
 
 def test_make_smoother_refuses_unknown_parameters_and_keeps_class_ones():

@@ -32,7 +32,7 @@ from corpora.errors import InputError
 
 from ..counts import NgramCounts, OrderTable
 from ..smoothing import (BackoffTables, Smoother, _interpolate, _unigram_mask, adjusted_counts, count_of_counts,
-                         discount_vector)
+                         discount_vector, mergeable_smoothers)
 
 
 def parse_weights(spec: str, n_texts: int) -> list:
@@ -111,18 +111,16 @@ def align(sources: Sequence[NgramCounts]) -> SourceCounts:
     return SourceCounts(union=union, per_text=per_text)
 
 
-MERGEABLE = ("mkn", "kn", "wb", "absolute")
-
-
 class MergedSmoother(Smoother):
     """Smooth several texts' counts (``sources``) into one model, each text discounted by its own
     statistics and weighted (see the module docstring).  ``base``: the smoother of one text (mkn, kn, wb,
     absolute), whose options (explicit or fallback discounts) apply to every text."""
 
     def __init__(self, base: Smoother, sources: SourceCounts, weights: Sequence[float]) -> None:
-        if base.name not in MERGEABLE:
+        if base.name not in mergeable_smoothers():
             raise InputError(f"count merging weights each text's smoothed statistics, which {base.name} does not "
-                             "define here", fix=f"train weighted texts with --smoothing {', '.join(MERGEABLE)}")
+                             "define here",
+                             fix=f"train weighted texts with --smoothing {', '.join(mergeable_smoothers())}")
         self.base = base
         self.sources = sources
         self.weights = check_weights(weights, sources.n_texts)

@@ -41,7 +41,7 @@ from corpora.vocab import BOS_ID, PAD_ID
 
 from .diskarrays import Column, ColumnWriter, count_occurrences, gather
 from ..smoothing import (ModifiedKneserNey, _unigram_mask, count_of_counts, discount_vector, interpolate_rows,
-                         log_backoff, mkn_alpha_gamma, unigram_probs)
+                         log_backoff, mkn_alpha_gamma, out_of_core_smoothers, unigram_probs)
 from .streaming import FIXED_OVERHEAD, DiskCounts, TempFolder
 
 # Working bytes per row of a chunk in the estimation pass (keys, parents, adjusted counts, buckets,
@@ -51,18 +51,16 @@ BYTES_PER_CHUNK_ROW = 250
 # probabilities, the model): above the budget, ``--estimation auto`` estimates on disk.
 BYTES_PER_NGRAM_IN_MEMORY = 70
 
-SUPPORTED = ("mkn", "kn")
-
-
 def supports(smoother) -> bool:
-    """Whether the out-of-core estimation implements ``smoother`` (modified and plain Kneser-Ney)."""
-    return isinstance(smoother, ModifiedKneserNey) and smoother.name in SUPPORTED
+    """Whether the out-of-core estimation implements ``smoother`` (the registry's ``out_of_core`` ones: modified
+    and plain Kneser-Ney, whose formulas it applies in chunks)."""
+    return isinstance(smoother, ModifiedKneserNey) and smoother.name in out_of_core_smoothers()
 
 
 def unsupported_reason(lm, smoother) -> Optional[str]:
     """Why model ``lm`` (an :class:`NgramLM`'s parameters) cannot be estimated out of core, or None."""
     if not supports(smoother):
-        return f"the out-of-core estimation implements mkn and kn, not {smoother.name}"
+        return f"the out-of-core estimation implements {' and '.join(out_of_core_smoothers())}, not {smoother.name}"
     if (lm.prune is not None and any(lm.prune)) or lm.prune_entropy:
         return "pruning needs the model in memory"
     if lm.order < 2:
@@ -107,7 +105,8 @@ def estimate(dc: DiskCounts, smoother: ModifiedKneserNey, n_types: int, folder: 
     """Modified (or plain) Kneser-Ney from the counts on disk; equal to ``smoother.estimate`` of the same
     counts in memory.  ``dc``'s count and suffix columns are consumed (deleted once used)."""
     if not supports(smoother):
-        raise InputError(f"the out-of-core estimation implements mkn and kn, not {smoother.name}",
+        raise InputError(f"the out-of-core estimation implements {' and '.join(out_of_core_smoothers())}, "
+                         f"not {smoother.name}",
                          fix="use --estimation memory (or a larger --memory) for this smoother")
     say = progress or (lambda msg: None)
     n, V = dc.order, dc.V

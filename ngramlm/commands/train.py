@@ -1,23 +1,23 @@
 """``ngramlm train``: an n-gram model from text, in memory, streamed within a memory budget, out of
-core or on a Dask cluster (lmplz habits: piped text, ``-o``, ``-S``, ``-T``)."""
+core or on a Dask cluster (lmplz habits: piped text, ``-o``, ``-S``, ``-T``).
+
+The command parses and checks its options, fills a :class:`~ngramlm.builder.pipeline.BuildConfig`, runs
+:func:`~ngramlm.builder.pipeline.build` once, writes the model and says what it made."""
 from __future__ import annotations
 
 import json
 import sys
 import time
-from pathlib import Path
 
 import click
 
 from corpora.errors import InputError
-from corpora.options import data_dir_option, json_option
+from corpora.options import data_dir_option, json_option, tokenizer_options, tokenizer_spec
 from corpora.textio import check_writable
-from corpora.sources import plain_text_file
 
-from ..smoothing import SMOOTHERS, named_list
+from ..smoothing import SMOOTHERS, canonical_name, mergeable_smoothers, named_list
 
-from .common import (MODEL_SUFFIXES_ARPA, _spec_from_options, _tokenizer_options, load_sentences,
-                     save_model)
+from .common import MODEL_SUFFIXES_ARPA, save_model
 
 
 # ----------------------------------------------------------------------------- train
@@ -88,7 +88,7 @@ from .common import (MODEL_SUFFIXES_ARPA, _spec_from_options, _tokenizer_options
 @click.option("--model", "model_type", default="ngram", show_default=True,
               type=click.Choice(["ngram", "lstm", "gru", "rnn_tanh", "rnn_relu", "transformer"]),
               help="ngram here; neural models train with `ngramlm neural train --model ...`.")
-@_tokenizer_options
+@tokenizer_options
 def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discount_fallback, alpha, lambdas, tune_on,
               prune_spec, prune_entropy, min_count, unk_min_count, limit_vocab_path, max_size, vocab_path, split,
               memory, temp_dir, dask_address, estimation, weights_spec, tune_dev, compat, data_dir, as_json,
@@ -98,18 +98,52 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
     Without TEXT, text piped on stdin is read (as lmplz does); with nothing piped it is an error.
     Several files (plain or .gz) are one training text; they, --memory and --dask take the streaming
     build, which never holds the text whole."""
-    text = texts[0] if len(texts) == 1 else None
-    weighted = weights_spec is not None or tune_dev is not None
-    if weighted:
-        _check_weighted_options(texts, memory, temp_dir, dask_address, estimation, compat, smoothing)
-        if weights_spec is not None and tune_dev is not None:
-            raise click.UsageError("--weights gives the weights and --tune-weights searches them: give one")
-        if weights_spec is not None:
-            from ngramlm.builder.count_merge import parse_weights
+    from ngramlm.builder.pipeline import BuildConfig, build
+    from ngramlm.counts import check_order
+    from ngramlm.model import NgramLM
 
-            parse_weights(weights_spec, len(texts))  # a bad list fails now, before the texts are read
-    streamed = (len(texts) > 1 and not weighted) or memory is not None or temp_dir is not None or dask_address is not None \
-        or estimation == "disk"
+    smoothing = canonical_name(smoothing)  # an alias is its smoother's name before any check reads it
+    texts, weights = _check_options(texts, output, order_n, as_json, model_type, smoothing, memory, temp_dir,
+                                    dask_address, estimation, compat, weights_spec, tune_dev)
+    check_order(order)
+    if output != "-":
+        check_writable(output, what="model file")  # before any work: a bad path fails now, not after training
+    params = _smoother_params(add_k, discount, discount_fallback, alpha, lambdas)
+    prune = _number_list(prune_spec, int, "--prune", "use comma-separated integers, e.g. 0,1,1")
+    min_count = _closed_vocabulary_min_count(min_count, unk_min_count, vocab_path)
+    limit_words = _limit_words(limit_vocab_path, estimation)
+    vocab, spec = _given_vocabulary(vocab_path, tokenizer_spec(tokenizer, lower, normalize))
+    config = BuildConfig(order=order, smoothing=smoothing, smoother_params=params, prune=prune,
+                         prune_entropy=prune_entropy, compat=compat, split=split, data_dir=data_dir, tokenizer=spec,
+                         vocab=vocab, min_count=min_count, max_size=max_size, limit_vocab=limit_words,
+                         limit_vocab_source=limit_vocab_path, tune_on=tune_on, memory=memory, temp_dir=temp_dir,
+                         dask=dask_address, estimation=estimation or "auto", weights=weights, tune_weights_on=tune_dev,
+                         output=output, arpa=_is_arpa(output))
+    lm = NgramLM(**config.estimator_params())
+    if estimation == "disk":
+        _check_out_of_core(config, lm)
+    t0 = time.perf_counter()
+    report = _reporter(t0)
+    built = build(texts, config, report, estimator=lm)
+    if built.on_disk is not None:  # estimated and written out of core
+        _report_out_of_core(built, output, order, as_json, time.perf_counter() - t0)
+        return
+    report(f"writing {output}", stage=4)
+    save_model(lm, output)
+    _report_model(built, output, as_json, time.perf_counter() - t0)
+
+
+# ----------------------------------------------------------------------------- the options
+def _check_options(texts, output, order_n, as_json, model_type, smoothing, memory, temp_dir, dask_address,
+                   estimation, compat, weights_spec, tune_dev) -> tuple:
+    """Options that contradict each other, or an lmplz habit that means something else here: a UsageError
+    before any work.  Returns the texts (``("-",)`` for piped text) and the weights given."""
+    weights = None
+    if weights_spec is not None or tune_dev is not None:
+        weights = _check_weighted_options(texts, memory, temp_dir, dask_address, estimation, compat, smoothing,
+                                          weights_spec, tune_dev)
+    streamed = (len(texts) > 1 and weights is None and tune_dev is None) or memory is not None \
+        or temp_dir is not None or dask_address is not None or estimation == "disk"
     if output.isdigit():
         # lmplz habit: `-o 5` is the order there.  Here it would silently name the model "5".
         raise click.UsageError(f"-o/--output is the model file, and '{output}' looks like an n-gram order: "
@@ -124,149 +158,21 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
     if order_n is not None:
         raise click.UsageError(f"-n means a count elsewhere in this CLI; give the order as --order {order_n}")
     if not texts:
-        if sys.stdin is not None and not sys.stdin.isatty():
-            text, texts = "-", ("-",)
-        else:
+        if sys.stdin is None or sys.stdin.isatty():
             raise click.UsageError("no training text: give a file, '-' for stdin, or a corpus name "
                                    "(e.g. `ngramlm train toy -o lm.npz`), or pipe text in")
+        texts = ("-",)
     if model_type != "ngram":
-        raise click.UsageError(f"neural models train with: ngramlm neural train --model {model_type} {text} --out MODEL.pt")
-    from corpora.vocab import Vocab
-    from ngramlm.counts import NgramCounts, check_order
-    from ngramlm.model import NgramLM
-
-    check_order(order)
-    if output != "-":
-        check_writable(output, what="model file")  # before any work: a bad path fails now, not after training
-    lam = None
-    if lambdas:
-        try:
-            lam = [float(x) for x in lambdas.split(",")]
-        except ValueError:
-            raise click.BadParameter("use comma-separated numbers, e.g. 0.1,0.3,0.6", param_hint="--lambdas") from None
-    prune = None
-    if prune_spec:
-        try:
-            prune = [int(x) for x in prune_spec.split(",")]
-        except ValueError:
-            raise click.BadParameter("use comma-separated integers, e.g. 0,1,1", param_hint="--prune") from None
-    from ngramlm.tools.pruning import check_prune_args
-
-    check_prune_args(order, prune, prune_entropy)
-    min_count = _closed_vocabulary_min_count(min_count, unk_min_count, vocab_path)
-    limit_words = None
-    if limit_vocab_path:
-        from ngramlm.tools.vocab_filter import read_word_list
-
-        if estimation == "disk":
-            raise click.UsageError("--limit-vocab limits the estimated model in memory, and --estimation disk "
-                                   "writes it without holding it: drop --estimation disk")
-        limit_words = read_word_list(limit_vocab_path)  # a missing or empty list fails now, before any work
-    t0 = time.perf_counter()
-
-    def stage(i: int, what: str) -> None:  # KenLM-style "=== k/N stage ===" progress on stderr
-        click.echo(f"=== {i}/4 {what} ({time.perf_counter() - t0:.2f} s) ===", err=True)
-
-    lm = NgramLM(order=order, smoothing=smoothing, k=add_k, discount=discount,
-                 discount_fallback=(0.5, 1.0, 1.5) if discount_fallback else None, alpha=alpha, lambdas=lam,
-                 prune=prune, prune_entropy=prune_entropy, compat=compat)
-    smoother = lm._make_smoother()  # validates the name before any work
-    if limit_words is not None:
-        from ngramlm.tools.vocab_filter import check_limitable_smoother
-
-        check_limitable_smoother(smoother)
-    spec = _spec_from_options(tokenizer, lower, normalize)
-    if vocab_path:
-        vocab = Vocab.load(vocab_path)
-        if spec is not None and vocab.tokenizer is not None and spec != vocab.tokenizer:
-            raise InputError(f"the vocabulary was built with tokenizer {vocab.tokenizer.describe()}, "
-                             f"not {spec.describe()}", path=vocab_path, fix="drop the tokenizer options")
-        spec = spec or vocab.tokenizer
-    from corpora.registry import REGISTRY
-
-    given_vocab = vocab if vocab_path else None
-    if streamed:  # never holds the text whole: blocks within --memory, or shards on Dask workers
-        enc = None
-        # --limit-vocab limits the model in memory after estimation, so it is never estimated out of core.
-        on_disk = None if limit_words is not None else _out_of_core_step(lm, smoother, estimation, dask_address,
-                                                                           output, stage)
-        res, where, used_spec = _streamed_counts(texts, split, data_dir, spec, given_vocab, order, memory,
-                                                 temp_dir, dask_address, min_count, max_size, stage,
-                                                 estimation=(estimation or "auto") if on_disk else "memory",
-                                                 on_disk=on_disk)
-        vocab, counts = res.vocab, res.counts
-        n_sentences, n_words = res.sentences, res.words
-    elif weighted:
-        stage(1, f"reading and encoding {len(texts)} texts")
-        sources, vocab, used_spec, where, n_sentences, n_words = _weighted_sources(
-            texts, split, data_dir, spec, given_vocab, min_count, max_size)
-        enc = None
-    else:
-        stage(1, "reading and encoding the training text")
-        enc, vocab, used_spec, where = _in_memory_text(text, split, data_dir, spec, given_vocab, min_count, max_size)
-        n_sentences, n_words = enc.n_sentences, enc.n_words
-    click.echo(f"training {order}-gram {smoother.name} on {where}: {n_sentences} sentences, "
-               f"{n_words} words, {vocab.n_types} types", err=True)
-    if min_count > 1 and not vocab_path:
-        click.echo(_closed_vocabulary_note(vocab, min_count), err=True)
-    if limit_words is not None:
-        from ngramlm.tools.vocab_filter import kept_ids
-
-        kept_ids(vocab, limit_words, source=limit_vocab_path)  # no word in common: fail before counting
-    if streamed and res.on_disk is not None:  # estimated and written out of core
-        _report_out_of_core(res.on_disk, smoother, where, output, n_sentences, n_words, vocab, order, as_json,
-                            time.perf_counter() - t0)
-        return
-    heldout = None
-    if smoother.name == "jm" and lam is None:
-        h_sents, _, _ = load_sentences(tune_on if text not in REGISTRY or Path(tune_on).exists() else text,
-                                       split=tune_on if text in REGISTRY else "valid", data_dir=data_dir,
-                                       tokenizer_spec=used_spec)
-        heldout = vocab.encode_sentences(h_sents)
-    merging = merged = None
-    if weighted:
-        stage(2, f"counting {order} orders of {len(texts)} texts")
-        counts, merged, merging = _merged_counts(lm, smoother, sources, vocab, order, texts, weights_spec, tune_dev,
-                                                 split, data_dir, used_spec)
-        del sources
-    elif not streamed:
-        stage(2, f"counting {order} orders")
-        counts = NgramCounts.from_encoded(enc, order=order, vocab_size=len(vocab))
-    stage(3, f"smoothing ({smoother.name})" + (", pruning" if prune or prune_entropy else "")
-          + (", limiting the vocabulary" if limit_words is not None else ""))
-    # --compat kenlm prunes the unlisted words' n-grams inside the estimation, as lmplz does; otherwise
-    # the estimated model is limited after (the closed-vocabulary renormalisation).
-    in_estimation = limit_words is not None and compat is not None
-    if merged is not None:
-        lm.fit_counts(counts, vocab=vocab, smoother=merged)
-    else:
-        lm.fit(enc, vocab=vocab, counts=counts, heldout=heldout, limit_vocab=limit_words if in_estimation else None,
-               limit_vocab_source=limit_vocab_path)
-    del enc, counts  # the model keeps what it needs; free the counts before writing
-    if merging is not None:
-        lm.info_["count_merging"] = merging  # saved in .npz models (ARPA has no place for it)
-    limited = None
-    if in_estimation:
-        limited = _report_limit(lm.vocab_limit_, limit_vocab_path)
-    elif limit_words is not None:
-        limited = _limit_vocabulary(lm, limit_words, limit_vocab_path)
-    stage(4, f"writing {output}")
-    save_model(lm, output)
-    seconds = time.perf_counter() - t0
-    click.echo(f"{lm!r} -> {output} ({seconds:.2f} s)", err=True)
-    if lm.info_:
-        click.echo(f"smoothing: {json.dumps(lm.info_)}", err=True)
-    if as_json:
-        click.echo(json.dumps({"model": output, "text": where, "order": lm.order_, "smoothing": lm.smoother_name_,
-                               "sentences": n_sentences, "words": n_words, "n_types": lm.vocab_.n_types,
-                               "ngrams": [int(n) for n in lm.n_ngrams_],
-                               "seconds": seconds, "info": lm.info_,
-                               **({"vocab_limit": limited.to_dict()} if limited is not None else {})},
-                              indent=2, default=float))
+        text = texts[0] if len(texts) == 1 else None
+        raise click.UsageError(f"neural models train with: ngramlm neural train --model {model_type} {text} "
+                               "--out MODEL.pt")
+    return texts, weights
 
 
-def _check_weighted_options(texts, memory, temp_dir, dask_address, estimation, compat, smoothing):
-    """--weights/--tune-weights: several texts in memory, each a source of its own."""
+def _check_weighted_options(texts, memory, temp_dir, dask_address, estimation, compat, smoothing, weights_spec,
+                            tune_dev):
+    """--weights/--tune-weights: several texts in memory, each a source of its own.  Returns the weights
+    given (a bad list fails now, before the texts are read), or None for --tune-weights."""
     if len(texts) < 2:
         raise click.UsageError("--weights and --tune-weights merge the counts of several texts: give two or more "
                                "(e.g. ngramlm train general.txt indomain.txt --weights 1,4 -o lm.arpa)")
@@ -277,73 +183,34 @@ def _check_weighted_options(texts, memory, temp_dir, dask_address, estimation, c
                                "and --estimation disk")
     if compat is not None:
         raise click.UsageError("--compat kenlm reproduces lmplz on one text, and lmplz has no weights: drop one")
-    from ngramlm.builder.count_merge import MERGEABLE
-
-    if smoothing not in MERGEABLE:
+    if smoothing not in mergeable_smoothers():
         raise click.UsageError(f"count merging weights each text's smoothed statistics, defined here for "
-                               f"{', '.join(MERGEABLE)}, not {smoothing}: train with --smoothing mkn")
+                               f"{', '.join(mergeable_smoothers())}, not {smoothing}: train with --smoothing mkn")
+    if weights_spec is not None and tune_dev is not None:
+        raise click.UsageError("--weights gives the weights and --tune-weights searches them: give one")
+    if weights_spec is None:
+        return None
+    from ngramlm.builder.count_merge import parse_weights
+
+    return parse_weights(weights_spec, len(texts))
 
 
-def _weighted_sources(texts, split, data_dir, spec, vocab, min_count, max_size):
-    """Each text's sentences encoded with one vocabulary fitted on all of them (unless given)."""
-    from corpora.registry import REGISTRY
-    from corpora.vocab import Vocab
-
-    loaded, used_spec = [], spec
-    for t in texts:
-        sents, t_spec, where = load_sentences(t, split=split, data_dir=data_dir, tokenizer_spec=used_spec)
-        if not sents or not any(sents):
-            raise InputError("the training text has no tokens", path=where, fix="pass a non-empty text")
-        used_spec = used_spec or t_spec  # the first text's tokenizer is every text's
-        loaded.append((sents, where))
-    if vocab is None:
-        unk = next((REGISTRY[t].unk_token for t in texts if t in REGISTRY), None)
-        vocab = Vocab(min_count=min_count, max_size=max_size, unk_token=unk or "<unk>", tokenizer=used_spec)
-        vocab.fit(s for sents, _ in loaded for s in sents)
-    encoded = [(vocab.encode_sentences(sents), where) for sents, where in loaded]
-    where = " + ".join(w for _, w in encoded)
-    return (encoded, vocab, used_spec, where, sum(e.n_sentences for e, _ in encoded),
-            sum(e.n_words for e, _ in encoded))
+def _smoother_params(add_k, discount, discount_fallback, alpha, lambdas) -> dict:
+    """The smoother's options given (make_smoother refuses those the smoother does not take)."""
+    given = {"k": add_k, "discount": discount, "discount_fallback": (0.5, 1.0, 1.5) if discount_fallback else None,
+             "alpha": alpha,
+             "lambdas": _number_list(lambdas, float, "--lambdas", "use comma-separated numbers, e.g. 0.1,0.3,0.6")}
+    return {p: v for p, v in given.items() if v is not None}
 
 
-def _merged_counts(lm, smoother, sources, vocab, order, texts, weights_spec, tune_dev, split, data_dir, used_spec):
-    """The union of the texts' counts, the merged smoother with the weights given or tuned on ``tune_dev``,
-    and a record of them for the model's info."""
-    from corpora.registry import REGISTRY
-    from ngramlm.builder.count_merge import MergedSmoother, align, parse_weights, tune_weights
-    from ngramlm.counts import NgramCounts
-
-    src = align([NgramCounts.from_encoded(e, order=order, vocab_size=len(vocab)) for e, _ in sources])
-    for e, where in sources:
-        click.echo(f"  {where}: {e.n_sentences} sentences, {e.n_words} words", err=True)
-    record = {"texts": [w for _, w in sources]}
-    if tune_dev is None:
-        weights = parse_weights(weights_spec, len(texts))
-        record["weights"] = weights
-        return src.weighted(weights), MergedSmoother(smoother, src, weights), record
-    dev_split = "valid" if tune_dev in REGISTRY and not Path(tune_dev).exists() else split
-    d_sents, _, d_where = load_sentences(tune_dev, split=dev_split, data_dir=data_dir, tokenizer_spec=used_spec)
-    dev = vocab.encode_sentences(d_sents)
-    if dev.n_words == 0:
-        raise InputError("the dev text has no tokens", path=d_where, fix="pass in-domain held-out text")
-
-    def dev_ppl(weights):
-        from ngramlm.io.native import INIT_PARAMS
-        from ngramlm.model import NgramLM
-
-        trial = NgramLM(**{p: getattr(lm, p) for p in INIT_PARAMS})
-        return trial.fit_counts(src.weighted(weights), vocab=vocab,
-                                smoother=MergedSmoother(smoother, src, weights)).perplexity(dev)
-
-    click.echo(f"tuning the weights on {d_where} ({dev.n_words} words)", err=True)
-    res = tune_weights(len(texts), dev_ppl, say=lambda m: click.echo(f"  {m}", err=True))
-    click.echo(f"weights {','.join(f'{w:.4g}' for w in res.weights)}: dev ppl {res.dev_ppl:.4f} "
-               f"({len(res.trials)} tries)", err=True)
-    if res.at_edge:
-        click.echo("note: a weight is at the end of the search range (2^-10 .. 2^10): the dev text may be too "
-                   "small or unlike every text but one; give --weights to set it", err=True)
-    record.update(weights=res.weights, tuned_on=d_where, dev_ppl=res.dev_ppl, tries=len(res.trials))
-    return src.weighted(res.weights), MergedSmoother(smoother, src, res.weights), record
+def _number_list(spec, kind, option: str, hint: str):
+    """``"0,1,1"`` -> [0, 1, 1] (None when not given)."""
+    if not spec:
+        return None
+    try:
+        return [kind(x) for x in spec.split(",")]
+    except ValueError:
+        raise click.BadParameter(hint, param_hint=option) from None
 
 
 def _closed_vocabulary_min_count(min_count: int, unk_min_count, vocab_path) -> int:
@@ -364,141 +231,83 @@ def _closed_vocabulary_min_count(min_count: int, unk_min_count, vocab_path) -> i
     return unk_min_count
 
 
-def _closed_vocabulary_note(vocab, min_count: int) -> str:
-    """One line: how many training words --min-count made <unk>, which is then trained on them."""
-    cut = [(w, c) for w, c in vocab.counts_.items() if c < min_count and w != vocab.unk_token]
-    tokens = sum(c for _, c in cut)
-    return (f"closed vocabulary: {len(cut)} word types seen fewer than {min_count} times ({tokens} tokens) are "
-            f"{vocab.unk_token} before counting, so {vocab.unk_token} is estimated from them")
-
-
-def _limit_vocabulary(lm, words, path):
-    """Limit the trained ``lm`` to ``words`` in place (:mod:`ngramlm.tools.vocab_filter`); say what changed."""
-    from ngramlm.tools.vocab_filter import limit_vocabulary
-
-    res = limit_vocabulary(lm, words=words, source=path)
-    lm._set_tables(res.tables)
-    return _report_limit(res, path)
-
-
-def _report_limit(res, path):
-    sizes = ["/".join(str(n) for n in x) for x in (res.ngrams_before, res.ngrams_after)]
-    how = ("pruned inside the estimation, as lmplz does (--compat kenlm)" if res.method == "lmplz"
-           else f"p(<unk>) {res.unk_prob_before:.6g} -> {res.unk_prob_after:.6g}")
-    click.echo(f"limit-vocab {path}: {res.kept_words} words kept, {res.removed_words} removed; n-grams "
-               f"{sizes[0]} -> {sizes[1]}; {how}", err=True)
-    if res.missing:
-        click.echo(f"note: {len(res.missing)} words of {path} are not in the trained vocabulary (not in the "
-                   f"text, or cut by --min-count), e.g. {', '.join(res.missing[:5])}: a recogniser would score them "
-                   "as <unk>", err=True)
-    return res
-
-
-def _out_of_core_step(lm, smoother, estimation, dask_address, output, stage):
-    """The ``on_disk`` step of the streaming build (estimate out of core, write ``output``), or None when
-    this model is estimated in memory."""
-    from ngramlm.builder import outofcore
-
-    if estimation == "memory":
+def _limit_words(limit_vocab_path, estimation):
+    """The --limit-vocab word list (a missing or empty list fails now, before any work), or None."""
+    if not limit_vocab_path:
         return None
-    why = outofcore.unsupported_reason(lm, smoother) or ("the Dask build estimates in memory" if dask_address else None)
+    from ngramlm.tools.vocab_filter import read_word_list
+
+    if estimation == "disk":
+        raise click.UsageError("--limit-vocab limits the estimated model in memory, and --estimation disk "
+                               "writes it without holding it: drop --estimation disk")
+    return read_word_list(limit_vocab_path)
+
+
+def _given_vocabulary(vocab_path, spec) -> tuple:
+    """The --vocab vocabulary (or None) and the tokenizer: the options', else the vocabulary's."""
+    if not vocab_path:
+        return None, spec
+    from corpora.vocab import Vocab
+
+    vocab = Vocab.load(vocab_path)
+    if spec is not None and vocab.tokenizer is not None and spec != vocab.tokenizer:
+        raise InputError(f"the vocabulary was built with tokenizer {vocab.tokenizer.describe()}, "
+                         f"not {spec.describe()}", path=vocab_path, fix="drop the tokenizer options")
+    return vocab, spec or vocab.tokenizer
+
+
+def _is_arpa(output: str) -> bool:
+    return str(output) == "-" or str(output).endswith(MODEL_SUFFIXES_ARPA)
+
+
+def _check_out_of_core(config, lm) -> None:
+    """--estimation disk for a model the out-of-core estimation cannot make: say so before any work."""
+    from ngramlm.builder.pipeline import out_of_core_refusal
+
+    why = out_of_core_refusal(config, lm)
     if why is not None:
-        if estimation == "disk":
-            raise click.UsageError(f"--estimation disk: {why}; use --estimation memory")
-        return None
-
-    def on_disk(dc, vocab, folder, mem):
-        def progress(msg: str) -> None:
-            click.echo(f"    {msg}", err=True)
-
-        stage(2, "counted and merged into the temp folder")
-        stage(3, f"smoothing ({smoother.name}) out of core")
-        dm = outofcore.estimate(dc, smoother, vocab.n_types, folder, mem, progress=progress)
-        stage(4, f"writing {output}")
-        arpa = str(output) == "-" or str(output).endswith(MODEL_SUFFIXES_ARPA)
-        outofcore.write_model(dm, lm, smoother, vocab, output, arpa=arpa, memory=mem, folder=folder)
-        return dm
-
-    return on_disk
+        raise click.UsageError(f"--estimation disk: {why}; use --estimation memory")
 
 
-def _report_out_of_core(dm, smoother, where, output, n_sentences, n_words, vocab, order, as_json, seconds):
+# ----------------------------------------------------------------------------- what train says
+def _reporter(t0: float):
+    """The build's progress on stderr: KenLM-style "=== k/4 stage ===" lines, and its messages indented."""
+    from ngramlm.builder.pipeline import STAGES
+
+    def report(message: str, stage=None, depth: int = 0) -> None:
+        if stage is not None:
+            click.echo(f"=== {stage}/{STAGES} {message} ({time.perf_counter() - t0:.2f} s) ===", err=True)
+        else:
+            click.echo("  " * depth + message, err=True)
+
+    return report
+
+
+def _report_model(built, output: str, as_json: bool, seconds: float) -> None:
+    """The lines `train` prints after writing a model it estimated in memory."""
+    lm = built.estimator
+    click.echo(f"{lm!r} -> {output} ({seconds:.2f} s)", err=True)
+    if lm.info_:
+        click.echo(f"smoothing: {json.dumps(lm.info_)}", err=True)
+    if as_json:
+        limited = built.vocab_limit
+        click.echo(json.dumps({"model": output, "text": built.text, "order": lm.order_, "smoothing": lm.smoother_name_,
+                               "sentences": built.sentences, "words": built.words, "n_types": lm.vocab_.n_types,
+                               "ngrams": [int(n) for n in lm.n_ngrams_],
+                               "seconds": seconds, "info": lm.info_,
+                               **({"vocab_limit": limited.to_dict()} if limited is not None else {})},
+                              indent=2, default=float))
+
+
+def _report_out_of_core(built, output: str, order: int, as_json: bool, seconds: float) -> None:
     """The lines `train` prints after writing a model, for one it never held."""
+    dm, n_types = built.on_disk, built.vocab.n_types
     sizes = "/".join(str(n) for n in dm.n_ngrams)
-    click.echo(f"NgramLM(order={order}, smoothing={smoother.name!r}, ngrams={sizes}, types={vocab.n_types}) -> "
+    click.echo(f"NgramLM(order={order}, smoothing={built.smoother!r}, ngrams={sizes}, types={n_types}) -> "
                f"{output} ({seconds:.2f} s, estimated out of core)", err=True)
     click.echo(f"smoothing: {json.dumps(dm.info)}", err=True)
     if as_json:
-        click.echo(json.dumps({"model": output, "text": where, "order": order, "smoothing": smoother.name,
-                               "sentences": n_sentences, "words": n_words, "n_types": vocab.n_types,
+        click.echo(json.dumps({"model": output, "text": built.text, "order": order, "smoothing": built.smoother,
+                               "sentences": built.sentences, "words": built.words, "n_types": n_types,
                                "ngrams": [int(n) for n in dm.n_ngrams], "seconds": seconds, "info": dm.info,
                                "estimation": "disk"}, indent=2, default=float))
-
-
-def _streamed_counts(texts, split, data_dir, spec, vocab, order, memory, temp_dir, dask_address, min_count, max_size,
-                     stage, *, estimation="memory", on_disk=None):
-    """The streaming build (``--memory``, ``--temp-dir``, ``--dask``, several files): BuildResult, label, spec."""
-    from corpora.registry import REGISTRY
-    from corpora.tokenize import TokenizerSpec
-    from ngramlm.builder.text_counts import BuildInput, build_counts
-
-    line_filter, keep_empty, unk = None, True, None
-    if len(texts) == 1 and texts[0] in REGISTRY:
-        plain = plain_text_file(texts[0], split=split, data_dir=data_dir)
-        if plain is None:
-            raise click.UsageError(f"corpus {texts[0]!r} is not one plain text file per split, which the streaming "
-                                   "build reads; train it without --memory/--dask")
-        sources, keep_empty, unk, line_filter = [plain.path], plain.keep_empty, plain.unk_token, plain.line_filter
-        spec = spec or plain.tokenizer
-        where = plain.description
-    else:
-        for t in texts:
-            if t != "-" and not Path(t).is_file():
-                raise InputError("no such file" if not Path(t).exists() else "not a file", path=t,
-                                 fix="give text files (plain or .gz) or '-' for stdin; a named corpus alone")
-        sources, where = list(texts), ", ".join(texts)
-    spec = spec or TokenizerSpec()
-    inp = BuildInput(sources, tokenizer=spec, keep_empty=keep_empty, line_filter=line_filter,
-                     vocab_params={"min_count": min_count, "max_size": max_size, "unk_token": unk or "<unk>"})
-
-    def progress(msg: str) -> None:
-        click.echo(f"    {msg}", err=True)
-
-    stage(1, "streaming build: vocabulary and counts" + (f" on the Dask cluster {dask_address}" if dask_address else ""))
-    res = build_counts(inp, order=order, vocab=vocab or None, memory=memory, temp_dir=temp_dir,
-                       client=dask_address or None, progress=progress, estimation=estimation, on_disk=on_disk)
-    if res.on_disk is None:
-        stage(2, "counted and merged")
-    return res, where, spec
-
-
-def _in_memory_text(text, split, data_dir, spec, vocab, min_count, max_size):
-    """Today's path: the whole training text encoded in memory -> (encoded, vocab, spec, label)."""
-    from corpora.registry import REGISTRY
-    from corpora.vocab import Vocab
-
-    unk = REGISTRY[text].unk_token if text in REGISTRY else None
-    fast = plain_text_file(text, split=split, data_dir=data_dir) if not vocab else None
-    if fast is not None and not (spec or fast.tokenizer).fitted:
-        fast = None  # a tokenizer that learns is fitted by the pipeline on the training lines
-    if fast is not None:
-        # Fast path: count and encode straight from the lines (no list of sentences).
-        from corpora.corpus import read_lines
-        from corpora.tokenize import make_tokenizer
-
-        used_spec = spec or fast.tokenizer
-        lines = read_lines(fast.path, line_filter=fast.line_filter)
-        vocab = Vocab(min_count=min_count, max_size=max_size, unk_token=unk or "<unk>", tokenizer=used_spec)
-        # The line policy: a user's file keeps its blank lines as empty sentences, as lmplz does.
-        enc = vocab.fit_encode_lines(lines, make_tokenizer(used_spec), keep_empty=fast.keep_empty)
-        del lines
-        where = fast.description
-    else:
-        sents, used_spec, where = load_sentences(text, split=split, data_dir=data_dir, tokenizer_spec=spec)
-        if not vocab:
-            vocab = Vocab(min_count=min_count, max_size=max_size, unk_token=unk or "<unk>", tokenizer=used_spec).fit(sents)
-        enc = vocab.encode_sentences(sents)
-        del sents
-    if enc.n_sentences == 0 or enc.n_words == 0:
-        raise InputError("the training text has no tokens", path=where, fix="pass a non-empty text")
-    return enc, vocab, used_spec, where

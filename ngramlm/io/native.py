@@ -26,6 +26,7 @@ from corpora.textio import atomic_writer
 from corpora.vocab import Vocab
 
 from ..counts import MAX_ORDER
+from ..smoothing import ESTIMATOR_PARAMS
 
 FORMAT = "ngramlm.ngram"
 FORMAT_VERSION = 1
@@ -37,10 +38,10 @@ MMAP_THRESHOLD_BYTES = 64 * 1024 * 1024
 # lengths of the name and extra field that follow it -- which need not match the central
 # directory's (np.savez writes a zip64 extra field only in the local header).
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
-# The estimator's parameters a native file records (NgramLM's keyword arguments), so that loading
-# gives back a model that refits as it was fitted.
-INIT_PARAMS = ("order", "smoothing", "k", "discount", "discount_fallback", "alpha", "lambdas", "prune",
-               "prune_entropy", "compat")
+# The estimator's parameters a native file records (NgramLM's keyword arguments, in its signature's
+# order: the order of the file's JSON), so that loading gives back a model that refits as it was fitted.
+# The smoother's own come from the smoother registry.
+INIT_PARAMS = ("order", "smoothing", *(p.name for p in ESTIMATOR_PARAMS), "prune", "prune_entropy", "compat")
 
 
 def save_native(model, path: os.PathLike | str) -> None:
