@@ -24,7 +24,6 @@ from .textio import iter_lines
 from .tokenize import TokenizerSpec, fit_tokenizer, make_tokenizer
 from .vocab import EncodedText, Vocab
 
-Sentence = list  # list[str]
 
 # How a text's splits are made -- one rule for every command:
 #   corpus   a registered corpus: its own split files (or its documented hold-out of one file);

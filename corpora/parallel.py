@@ -79,9 +79,6 @@ class ParallelCorpus:
         """The target side as token lists (for an n-gram or neural LM of the target language)."""
         return [t for _, t in self._split(split)]
 
-    def source_sentences(self, split: str) -> list:
-        return [s for s, _ in self._split(split)]
-
     def sizes(self) -> dict:
         """``{split: {"pairs", "src_tokens", "tgt_tokens"}}`` (tokens without specials)."""
         return {split: {"pairs": len(pairs), "src_tokens": sum(len(s) for s, _ in pairs),

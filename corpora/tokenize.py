@@ -370,15 +370,7 @@ def spec_from_text(text: str, base: Optional["TokenizerSpec"] = None) -> "Tokeni
     return replace(base or TokenizerSpec(), kind=kind, size=size, state=None)
 
 
-# ---------------------------------------------------------------------------- functions (the old API)
-def whitespace_tokenize(text: str) -> list[str]:
-    return text.split()
-
-
-def regex_tokenize(text: str) -> list[str]:
-    return _REGEX_TOKEN.findall(text)
-
-
+# ------------------------------------------------------------ the splitting rules CharTokenizer and PunctTokenizer call
 def char_tokenize(text: str, *, space_symbol: str = "▁") -> list[str]:
     """Characters as tokens; any run of whitespace becomes one ``space_symbol``.
 
@@ -386,10 +378,6 @@ def char_tokenize(text: str, *, space_symbol: str = "▁") -> list[str]:
     with a real character.
     """
     return [space_symbol if c == " " else c for c in " ".join(text.split())]
-
-
-def cjk_tokenize(text: str) -> list[str]:
-    return _CJK_TOKEN.findall(text)
 
 
 def punct_tokenize(text: str) -> list[str]:

@@ -408,7 +408,6 @@ class ToyLanguage:
         self.n_states = len(order)
         self._state_names = order
         self._dists = dists
-        self._dist_keys = list(dist_index)
         # per-dist lookup word id -> probability; per-state dist id -> arc; word -> dists holding it
         self._dist_prob = [dict(zip(ids.tolist(), p.tolist())) for ids, p in dists]
         self._word_dists: dict = {}
@@ -476,7 +475,6 @@ class ToyLanguage:
         # v = e (I - Q)^-1, i.e. (I - Q)^T v = e
         visits = spsolve((identity(n, format="csr") - Q).T.tocsc(), e)
         self._visits = np.asarray(visits)
-        self._state_entropy = H
         self._sentence_entropy = float(self._visits @ H)
         self._sentence_tokens = float(self._visits.sum())
 

@@ -38,7 +38,6 @@ from typing import Optional
 import torch
 from torch import nn
 
-GATES = {"rnn_tanh": 1, "rnn_relu": 1, "lstm": 4, "gru": 3}
 # Names of the gate blocks, in the order the fused weights stack them.
 FUSED_ORDER = {"rnn_tanh": ("h",), "rnn_relu": ("h",), "lstm": ("i", "f", "c", "o"), "gru": ("r", "z", "h")}
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 from typing import Optional, Sequence
 
-from corpora.accounting import PerplexityReport  # noqa: F401 (re-exported)
+from corpora.accounting import PerplexityReport  # noqa: F401 (ngramlm.PerplexityReport: the package exports it from here)
 from corpora.errors import InputError
 from corpora.vocab import EncodedText, Vocab
 
 from .counts import NgramCounts, check_order
-from .builder.estimate import estimate_tables  # noqa: F401 (re-exported: ngramlm.model.estimate_tables)
-from .scorer import Scorer, TokenScores  # noqa: F401 (TokenScores re-exported)
+from .builder.estimate import estimate_tables
+from .scorer import Scorer, TokenScores  # noqa: F401 (ngramlm.TokenScores: the package exports it from here)
 from .smoothing import SMOOTHER_INFO, Smoother, backoff_smoothers, canonical_name, make_smoother, named_list
 from .tables import NgramTables
 

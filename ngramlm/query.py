@@ -25,7 +25,8 @@ they hash accordingly, so they can key a decoder's recombination table.
 
 Two implementations give the same numbers: with the compiled extension (``ngramlm.accel``)
 ``State`` is a C struct and ``BaseScore`` runs in C over the model's hash tables; without it,
-``State`` is the Python class below and the tables are Python dicts built on the first call.
+``State`` is :class:`~ngramlm.kenlm.api.PyState` and the tables are Python dicts built on the first call.
+``State`` is defined once, in :mod:`ngramlm.kenlm.api`, for this model and :mod:`ngramlm.kenlm` alike.
 """
 from __future__ import annotations
 
@@ -38,39 +39,10 @@ import numpy as np
 from corpora.errors import InputError
 from corpora.vocab import BOS_ID, EOS_ID, UNK_ID
 
-from . import accel
-from .kenlm.api import FullScoreReturn
-from .loading import load_any  # noqa: F401 (also ngramlm.query.load_any, as before)
+from .kenlm.api import FullScoreReturn, State
+from .loading import load_any
 from .scorer import Scorer
 from .smoothing import backoff_smoothers, named_list
-
-
-class PyState:
-    """A language-model state (the kenlm.State counterpart): hashable, comparable, copyable."""
-
-    __slots__ = ("rows", "hist")
-
-    def __init__(self) -> None:
-        self.rows: tuple = ()  # rows[L-1]: row of the last L history words in the order-L table
-        self.hist = 0  # words of history the model can see (at most order - 1)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, PyState) and self.rows == other.rows and self.hist == other.hist
-
-    def __hash__(self) -> int:
-        return hash((self.rows, self.hist))
-
-    def __copy__(self) -> "PyState":
-        s = PyState()
-        s.rows, s.hist = self.rows, self.hist
-        return s
-
-    def __repr__(self) -> str:
-        return f"State(rows={self.rows}, hist={self.hist})"
-
-
-# The public State: the compiled one where the extension is built (Model's C path takes only it).
-State = accel.fast.State if accel.fast is not None else PyState
 
 
 class Model:

@@ -1,7 +1,7 @@
 """Smoothers: turn :class:`~ngramlm.counts.NgramCounts` into probabilities.
 
 Each smoother is a small class with explicit keyword parameters and one method,
-``estimate(counts, n_types)``, returning :class:`BackoffTables`: for every stored
+``estimate(counts, n_types)``, returning :class:`BackoffEstimate`: for every stored
 n-gram its log10 probability, and for every context its log10 backoff weight.  That
 is the ARPA/KenLM *backoff form*, in which every smoother here except add-k/MLE can
 be written exactly:
@@ -31,12 +31,14 @@ from corpora.vocab import BOS_ID, PAD_ID
 
 from .counts import NgramCounts
 
-LOG10_ZERO = -np.inf
-
 
 @dataclass
-class BackoffTables:
-    """Per order k (index k-1): log10 p of each stored k-gram, log10 backoff of each k-gram as a context."""
+class BackoffEstimate:
+    """A smoother's estimate in back-off form, what :meth:`Smoother.estimate` returns.
+
+    Per order k (index k-1): log10 p of each stored k-gram, log10 backoff of each k-gram as a context,
+    row for row with the counts' tables.  ``ngramlm.builder.estimate`` puts these arrays, with the keys
+    and the vocabulary, into the fitted model's :class:`~ngramlm.tables.NgramTables`."""
 
     log10_prob: list
     log10_backoff: list  # orders 1..n-1; order n has none (empty array)
@@ -197,7 +199,7 @@ class Smoother:
     def get_params(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if not k.endswith("_")}
 
-    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffTables:  # pragma: no cover
+    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffEstimate:  # pragma: no cover
         raise NotImplementedError
 
 
@@ -268,7 +270,7 @@ class ModifiedKneserNey(Smoother):
                 raise _discount_error("Kneser-Ney", k, f"discount D{j} = {d:.4f} is outside [0, {j}]")
         return ds
 
-    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffTables:
+    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffEstimate:
         adj = adjusted_counts(counts)
         discounts = self.compute_discounts(adj, counts)
         lmplz = getattr(self, "lmplz_", None)
@@ -305,7 +307,7 @@ class ModifiedKneserNey(Smoother):
                                         "raw_count_rows": lmplz["raw_count_rows"]}}
             if prune_words is not None:
                 info["compat"]["kenlm"]["limit_vocab_pruned_words"] = int(prune_words.sum())
-        return BackoffTables(lp, lb, info=info)
+        return BackoffEstimate(lp, lb, info=info)
 
 
 class KneserNey(ModifiedKneserNey):
@@ -325,7 +327,7 @@ class AbsoluteDiscounting(Smoother):
         self.discount = discount
         self.discount_fallback = discount_fallback
 
-    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffTables:
+    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffEstimate:
         raw = _raw_counts(counts)
         alphas, gammas, ds = [], [], []
         for k in range(1, counts.order + 1):
@@ -350,7 +352,7 @@ class AbsoluteDiscounting(Smoother):
             gammas.append(np.where(denom > 0, mass / safe, 0.0))
         gammas[0] = gammas[0][0]
         lp, lb = _interpolate(counts, alphas, gammas, n_types)
-        return BackoffTables(lp, lb, info={"discounts": ds})
+        return BackoffEstimate(lp, lb, info={"discounts": ds})
 
 
 class WittenBell(Smoother):
@@ -358,7 +360,7 @@ class WittenBell(Smoother):
 
     name = "wb"
 
-    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffTables:
+    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffEstimate:
         raw = _raw_counts(counts)
         alphas, gammas = [], []
         for k in range(1, counts.order + 1):
@@ -373,7 +375,7 @@ class WittenBell(Smoother):
             gammas.append(np.where(denom > 0, types / safe, 0.0))
         gammas[0] = gammas[0][0]
         lp, lb = _interpolate(counts, alphas, gammas, n_types)
-        return BackoffTables(lp, lb)
+        return BackoffEstimate(lp, lb)
 
 
 class JelinekMercer(Smoother):
@@ -389,7 +391,7 @@ class JelinekMercer(Smoother):
     def __init__(self, *, lambdas: Optional[Sequence[float]] = None) -> None:
         self.lambdas = lambdas
 
-    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffTables:
+    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffEstimate:
         lambdas = self.lambdas
         if lambdas is None:
             lambdas = [0.5] * counts.order
@@ -412,7 +414,7 @@ class JelinekMercer(Smoother):
             gammas.append(np.where(seen, 1.0 - lam, 0.0))
         gammas[0] = gammas[0][0]
         lp, lb = _interpolate(counts, alphas, gammas, n_types)
-        return BackoffTables(lp, lb, info={"lambdas": [float(x) for x in lambdas]})
+        return BackoffEstimate(lp, lb, info={"lambdas": [float(x) for x in lambdas]})
 
 
 class Katz(Smoother):
@@ -450,10 +452,11 @@ class Katz(Smoother):
         if not np.all((d[1:] > 0) & (d[1:] <= 1.0 + 1e-12)):
             if self.discount_fallback:
                 return np.ones(K + 1)
-            raise _discount_error("Good-Turing", k, f"Katz discount ratios {np.round(d[1:], 4).tolist()} are not in (0, 1]")
+            raise _discount_error("Good-Turing", k,
+                                  f"Katz discount ratios {np.round(d[1:], 4).tolist()} are not in (0, 1]")
         return d
 
-    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffTables:
+    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffEstimate:
         raw = _raw_counts(counts)
         n = counts.order
         V = counts.vocab_size
@@ -503,7 +506,7 @@ class Katz(Smoother):
         log_bo.append(np.zeros(0))
         with np.errstate(divide="ignore"):
             lp = [np.log10(p) for p in probs]
-        return BackoffTables(lp, log_bo, info={"good_turing_ratios": ratios})
+        return BackoffEstimate(lp, log_bo, info={"good_turing_ratios": ratios})
 
 
 class StupidBackoff(Smoother):
@@ -518,7 +521,7 @@ class StupidBackoff(Smoother):
     def __init__(self, *, alpha: float = 0.4) -> None:
         self.alpha = alpha
 
-    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffTables:
+    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffEstimate:
         if not 0.0 < float(self.alpha) <= 1.0:
             raise InputError(f"stupid backoff alpha must be in (0, 1], got {self.alpha}", fix="use e.g. --alpha 0.4")
         raw = _raw_counts(counts)
@@ -533,7 +536,7 @@ class StupidBackoff(Smoother):
         with np.errstate(divide="ignore"):
             lp = [np.log10(p) for p in probs]
         lb = [np.full(len(counts.tables[k - 1]), la) for k in range(1, counts.order)] + [np.zeros(0)]
-        return BackoffTables(lp, lb, missing_backoff=la, is_distribution=False, info={"alpha": float(self.alpha)})
+        return BackoffEstimate(lp, lb, missing_backoff=la, is_distribution=False, info={"alpha": float(self.alpha)})
 
 
 class AdditiveSmoother(Smoother):

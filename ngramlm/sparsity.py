@@ -37,8 +37,6 @@ from corpora.vocab import BOS_ID, PAD_ID, EncodedText
 
 from .counts import NgramCounts, lookup, padded_stream
 
-SPLIT_FIELDS = ("tokens", "unseen", "unseen_share", "full_length", "full_length_unseen")
-
 
 def longest_seen(counts: NgramCounts, text: EncodedText, max_order: Optional[int] = None
                  ) -> tuple[np.ndarray, np.ndarray]:

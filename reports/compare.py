@@ -29,8 +29,8 @@ from corpora.textio import atomic_write_text, check_writable, sweep_stale_temp_f
 
 from .experiments import analysis, bootstrap
 from .experiments.data import CompareData, load_data
-from .formatting import describe_budget  # noqa: F401 (also reports.compare.describe_budget, as before)
-from .experiments.run import RunBase, run_stages, write_results  # noqa: F401 (run_stages, write_results: as before)
+from .formatting import describe_budget
+from .experiments.run import RunBase
 from .experiments.settings import CompareSettings
 
 FORMAT = "ngramlm.compare"

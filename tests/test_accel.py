@@ -18,7 +18,8 @@ import pytest
 from ngramlm import NgramLM, accel
 from ngramlm.io.arpa import _read_arpa_careful, _read_arpa_fast, read_arpa_tables, write_arpa
 from ngramlm.loading import read_arpa
-from ngramlm.query import Model, PyState, State
+from ngramlm.kenlm.api import PyState, State
+from ngramlm.query import Model
 
 needs_ext = pytest.mark.skipif(accel.fast is None, reason=f"compiled extension: {accel.describe()}")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -209,7 +210,7 @@ def test_compiled_hash_index_scores_like_binary_search(toy):
 
 
 def test_the_fallback_is_used_and_said_when_the_extension_is_off():
-    code = ("from ngramlm import accel, State; from ngramlm.query import PyState; "
+    code = ("from ngramlm import accel, State; from ngramlm.kenlm.api import PyState; "
             "print(accel.fast is None, State is PyState); print(accel.describe())")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                          env=dict(os.environ, NGRAMLM_NO_EXT="1")).stdout.splitlines()

@@ -269,14 +269,15 @@ def test_pyctcdecode_runs_on_it_as_on_kenlm(toy, tmp_path):
 
 def test_without_the_extension_a_binary_loads_as_the_toolkits_model():
     """NGRAMLM_NO_EXT=1 (or no compiler at install): ngramlm.kenlm hands every file to ngramlm.Model,
-    whose numbers are the same, and its State is that model's."""
-    code = ("import sys; import ngramlm.kenlm as k; m = k.Model(sys.argv[1]); s, t = k.State(), k.State(); "
+    whose numbers are the same, and its State is that model's: one class, the same as ngramlm.State."""
+    code = ("import sys; import ngramlm, ngramlm.kenlm as k; m = k.Model(sys.argv[1]); s, t = k.State(), k.State(); "
             "m.BeginSentenceWrite(s); print(type(m).__module__, type(s).__name__, m.score('chex giga'), "
-            "m.BaseScore(s, 'chex', t))")
+            "m.BaseScore(s, 'chex', t), isinstance(s, k.State) and k.State is ngramlm.State)")
     out = subprocess.run([sys.executable, "-c", code, str(DATA / "toy3s.trie.bin")], capture_output=True, text=True,
                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "NGRAMLM_NO_EXT": "1"})
     assert out.returncode == 0, out.stderr
-    module, state, total, first = out.stdout.split()
+    module, state, total, first, one_class = out.stdout.split()
+    assert one_class == "True"
     m = lean.Model(DATA / "toy3s.trie.bin")
     a, b = lean.State(), lean.State()
     m.BeginSentenceWrite(a)

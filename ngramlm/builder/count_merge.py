@@ -31,7 +31,7 @@ import numpy as np
 from corpora.errors import InputError
 
 from ..counts import NgramCounts, OrderTable
-from ..smoothing import (BackoffTables, Smoother, _interpolate, _unigram_mask, adjusted_counts, count_of_counts,
+from ..smoothing import (BackoffEstimate, Smoother, _interpolate, _unigram_mask, adjusted_counts, count_of_counts,
                          discount_vector, mergeable_smoothers)
 
 
@@ -129,7 +129,7 @@ class MergedSmoother(Smoother):
     def get_params(self) -> dict:
         return self.base.get_params()
 
-    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffTables:
+    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffEstimate:
         union = self.sources.union
         n = union.order
         # A text of weight 0 is not there (its statistics are not even computed).
@@ -153,7 +153,7 @@ class MergedSmoother(Smoother):
         info = {"count_merging": {"weights": self.weights}}
         if any("discounts" in st for st in stats):
             info["discounts_per_text"] = [st.get("discounts") for st in stats]  # None: weight 0
-        return BackoffTables(lp, lb, info=info)
+        return BackoffEstimate(lp, lb, info=info)
 
 
 def _text_stats(base: Smoother, union: NgramCounts, raw: list, n: int) -> dict:

@@ -39,7 +39,7 @@ class Column:
                 version = np.lib.format.read_magic(fh)
                 read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                                else np.lib.format.read_array_header_2_0)
-                shape, fortran, dt = read_header(fh)
+                shape, _, dt = read_header(fh)  # (the order flag: a 1-d array is the same either way)
                 if len(shape) != 1 or dt.hasobject:
                     raise ValueError(f"{self.path} is not a 1-d numeric array")
                 self.dtype, self.offset, self.n = np.dtype(dt), fh.tell(), int(shape[0])

@@ -7,7 +7,7 @@ from corpora.errors import InputError
 from corpora.vocab import BOS_ID, PAD_ID, Vocab
 
 from ..counts import NgramCounts
-from ..smoothing import AdditiveSmoother, BackoffTables, Smoother
+from ..smoothing import AdditiveSmoother, BackoffEstimate, Smoother
 from ..tables import NgramTables
 
 
@@ -36,10 +36,10 @@ def estimate_tables(counts: NgramCounts, *, vocab: Vocab, smoother: Smoother) ->
                                       minlength=len(counts.tables[k - 2])))
         return NgramTables(kind="additive", counts=cnt, ctx_total=totals, add_k=float(smoother.k),
                            info={"k": float(smoother.k)}, **common)
-    bt: BackoffTables = smoother.estimate(counts, vocab.n_types)
+    est: BackoffEstimate = smoother.estimate(counts, vocab.n_types)
     # float64 end to end, so every p(.|h) sums to 1 within 1e-9 (KenLM uses float32).
-    return NgramTables(kind="backoff", log10_prob=[np.asarray(p, dtype=np.float64) for p in bt.log10_prob],
-                       log10_backoff=[np.asarray(b, dtype=np.float64) for b in bt.log10_backoff],
-                       missing_backoff=float(bt.missing_backoff), is_distribution=bt.is_distribution,
-                       info=bt.info, **common)
+    return NgramTables(kind="backoff", log10_prob=[np.asarray(p, dtype=np.float64) for p in est.log10_prob],
+                       log10_backoff=[np.asarray(b, dtype=np.float64) for b in est.log10_backoff],
+                       missing_backoff=float(est.missing_backoff), is_distribution=est.is_distribution,
+                       info=est.info, **common)
 

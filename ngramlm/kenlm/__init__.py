@@ -33,19 +33,10 @@ import os
 from corpora.errors import InputError
 
 from .. import accel
-from .api import ARPALoadComplain, Config, FullScoreReturn, LoadMethod  # noqa: F401 (kenlm's names)
+from .api import ARPALoadComplain, Config, FullScoreReturn, LoadMethod, State
 from .format import BinaryFile, looks_like_kenlm_binary, probing_file_layout, trie_file_layout, trie_query_layout
 
 __all__ = ["Model", "LanguageModel", "State", "FullScoreReturn", "Config", "LoadMethod", "ARPALoadComplain"]
-
-
-if accel.fast is not None:
-    State = accel.fast.State
-else:  # the Python state of ngramlm.Model, which every model then loads as
-    def State():  # noqa: N802 (kenlm's class name)
-        from ..query import State as _State
-
-        return _State()
 
 
 def _reads_in_place(path) -> bool:
@@ -100,7 +91,7 @@ class Model:
                                                         None, None, 0, h.counts[0], (*P["vocab"], True))
             except ValueError as e:
                 self._damaged(str(e), "the file is damaged: rebuild it with build_binary")
-        self._bos, self._eos = self._tables.sentence_ids
+        self._bos = self._tables.sentence_ids[0]
         # The state API straight into C: bound methods as instance attributes, so a call costs no
         # Python frame (beam-search decoders make millions of them).
         self.BaseScore = self._tables.base_score

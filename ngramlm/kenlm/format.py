@@ -44,7 +44,6 @@ MODEL_NAMES = {0: "probing", 1: "probing with rest costs", 2: "trie", 3: "trie w
                4: "trie with array-compressed pointers",
                5: "trie with quantization and array-compressed pointers"}
 TRIE_TYPES = (2, 3, 4, 5)
-PROBING_TYPES = (0, 1)
 QUANT_VERSION = 2
 ARRAY_VERSION = 0
 PROBING_VOCAB_VERSION = 0

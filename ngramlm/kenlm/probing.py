@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from corpora.errors import InputError
-from corpora.vocab import EOS_ID, UNK_ID
+from corpora.vocab import UNK_ID
 
 from ..io.arpa import _vocab
 from .read import ProbingSearch
@@ -52,13 +52,6 @@ class KenlmBinaryScorer(Scorer):
 
     def build_index(self):
         return self  # the file's own search structure is the index
-
-    def kenlm_ids(self, words) -> list:
-        return [int(self.to_kenlm[self.vocab_.stoi_.get(w, UNK_ID)]) for w in words]
-
-    @property
-    def eos_kenlm(self) -> int:
-        return int(self.to_kenlm[EOS_ID])
 
 
 class ProbingScorer(KenlmBinaryScorer):
