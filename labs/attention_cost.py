@@ -90,6 +90,37 @@ def slope(ns, ys) -> float:
     return float(np.polyfit(np.log(ns), np.log(ys), 1)[0])
 
 
+def _figures(plt, ns, rows, paths, n_path) -> tuple:
+    """The two figures as PNG bytes: time and memory against n (log-log), and the measured path lengths."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for key, col, label in (("attention_s", COLOURS["self-attention"], "self-attention"),
+                            ("rnn_s", COLOURS["RNN (GRU)"], "RNN (GRU)"),
+                            ("conv_s", COLOURS["CNN (kernel 3)"], "CNN (kernel 3)")):
+        axes[0].loglog(ns, [r[key] for r in rows], "o-", color=col, label=label)
+    nsa = np.array(ns, dtype=float)
+    ref = rows[-1]["attention_s"] * (nsa / nsa[-1]) ** 2
+    axes[0].loglog(ns, ref, "k:", lw=0.8, label="∝ n²")
+    axes[0].set_xlabel("sequence length n")
+    axes[0].set_ylabel("seconds per forward (best of repeats)")
+    axes[0].legend(fontsize=8)
+    axes[1].loglog(ns, [r["attention_weight_bytes"] for r in rows], "o-", color=COLOURS["self-attention"],
+                   label="attention weights (B·n² floats)")
+    axes[1].loglog(ns, [r["activation_bytes"] for r in rows], "s-", color="#0072B2", label="the input itself (B·n·d)")
+    axes[1].set_xlabel("sequence length n")
+    axes[1].set_ylabel("bytes")
+    axes[1].legend(fontsize=8)
+    scaling = png_of(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    names = ["CNN, kernel 3", "RNN", "self-attention"]
+    vals = [paths["conv"], paths["rnn"], paths["attention"]]
+    ax.bar(names, vals, color=[COLOURS["CNN (kernel 3)"], COLOURS["RNN (GRU)"], COLOURS["self-attention"]])
+    ax.set_ylabel(f"layers / steps from input 1 to output {n_path}")
+    path_png = png_of(fig)
+
+    return scaling, path_png
+
+
 def run(*, seed: int = 0, quick: bool = False, d: int = 64, batch: int = 4) -> LabResult:
     import torch
     from torch import nn
@@ -129,30 +160,7 @@ def run(*, seed: int = 0, quick: bool = False, d: int = 64, batch: int = 4) -> L
     paths = {"conv": path_length("conv", n_path, seed=seed), "rnn": path_length("rnn", n_path, seed=seed),
              "attention": path_length("attention", n_path, seed=seed)}
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for key, col, label in (("attention_s", COLOURS["self-attention"], "self-attention"),
-                            ("rnn_s", COLOURS["RNN (GRU)"], "RNN (GRU)"),
-                            ("conv_s", COLOURS["CNN (kernel 3)"], "CNN (kernel 3)")):
-        axes[0].loglog(ns, [r[key] for r in rows], "o-", color=col, label=label)
-    ref = rows[-1]["attention_s"] * (nsa / nsa[-1]) ** 2
-    axes[0].loglog(ns, ref, "k:", lw=0.8, label="∝ n²")
-    axes[0].set_xlabel("sequence length n")
-    axes[0].set_ylabel("seconds per forward (best of repeats)")
-    axes[0].legend(fontsize=8)
-    axes[1].loglog(ns, [r["attention_weight_bytes"] for r in rows], "o-", color=COLOURS["self-attention"],
-                   label="attention weights (B·n² floats)")
-    axes[1].loglog(ns, [r["activation_bytes"] for r in rows], "s-", color="#0072B2", label="the input itself (B·n·d)")
-    axes[1].set_xlabel("sequence length n")
-    axes[1].set_ylabel("bytes")
-    axes[1].legend(fontsize=8)
-    scaling = png_of(fig)
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    names = ["CNN, kernel 3", "RNN", "self-attention"]
-    vals = [paths["conv"], paths["rnn"], paths["attention"]]
-    ax.bar(names, vals, color=[COLOURS["CNN (kernel 3)"], COLOURS["RNN (GRU)"], COLOURS["self-attention"]])
-    ax.set_ylabel(f"layers / steps from input 1 to output {n_path}")
-    path_png = png_of(fig)
+    scaling, path_png = _figures(plt, ns, rows, paths, n_path)
 
     big = rows[-1]
     n_ex, k_ex = big["n"], 3

@@ -107,6 +107,33 @@ class _Eval:
         self.m.train()
 
 
+def _figures(plt, runs, reaches, cosines, T, draws) -> tuple:
+    """The two figures as PNG bytes: the training curves with each scheme's gradient reach, and the cosines to
+    the full-BPTT gradient."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for s in SCHEMES:
+        axes[0].plot(smooth(runs[s]["losses"], 10), color=COLOURS[s], label=f"{s}")
+        prof = np.maximum(np.array(reaches[s][::-1]), 1e-12)
+        axes[1].semilogy(np.arange(T), prof, color=COLOURS[s], label=s)
+    axes[0].set_xlabel("step")
+    axes[0].set_ylabel("training loss (nats, moving average)")
+    axes[1].set_xlabel("k: characters back from the last input")
+    axes[1].set_ylabel("‖∂loss_T/∂e_{T-k}‖ (relative; 1e-12 = cut)")
+    axes[0].legend()
+    axes[1].legend()
+    curves = png_of(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    labels = ["truncated", "randomised, one draw", f"randomised, mean of {draws}"]
+    vals = [cosines["truncated"], cosines["randomised_single"], cosines["randomised_mean"]]
+    ax.bar(labels, vals, color=[COLOURS["truncated"], COLOURS["randomised"], "#56B4E9"])
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("cosine to the full-BPTT gradient")
+    bars = png_of(fig)
+
+    return curves, bars
+
+
 def run(*, seed: int = 0, quick: bool = False, data_dir=None, k: int = 8) -> LabResult:
     import torch
 
@@ -162,26 +189,7 @@ def run(*, seed: int = 0, quick: bool = False, data_dir=None, k: int = 8) -> Lab
     last_cut = ((T - 1) // k) * k
     beyond = float(max(reaches["truncated"][:last_cut])) if last_cut > 0 else 0.0
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for s in SCHEMES:
-        axes[0].plot(smooth(runs[s]["losses"], 10), color=COLOURS[s], label=f"{s}")
-        prof = np.maximum(np.array(reaches[s][::-1]), 1e-12)
-        axes[1].semilogy(np.arange(T), prof, color=COLOURS[s], label=s)
-    axes[0].set_xlabel("step")
-    axes[0].set_ylabel("training loss (nats, moving average)")
-    axes[1].set_xlabel("k: characters back from the last input")
-    axes[1].set_ylabel("‖∂loss_T/∂e_{T-k}‖ (relative; 1e-12 = cut)")
-    axes[0].legend()
-    axes[1].legend()
-    curves = png_of(fig)
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    labels = ["truncated", "randomised, one draw", f"randomised, mean of {draws}"]
-    vals = [cosines["truncated"], cosines["randomised_single"], cosines["randomised_mean"]]
-    ax.bar(labels, vals, color=[COLOURS["truncated"], COLOURS["randomised"], "#56B4E9"])
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("cosine to the full-BPTT gradient")
-    bars = png_of(fig)
+    curves, bars = _figures(plt, runs, reaches, cosines, T, draws)
 
     return LabResult(
         name=NAME,

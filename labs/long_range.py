@@ -50,6 +50,39 @@ def find_pairs(sentences: list, lang) -> list:
     return out
 
 
+def _figures(plt, orders, series, by_bucket) -> tuple:
+    """The two figures as PNG bytes: mean bits at the language word by distance (bars), and the histogram of the
+    bits for the truth and the highest order."""
+    big = max(orders)
+    colours = {"true language": "#000000", "truth without the origin": "#999999",
+               f"MKN {min(orders)}-gram": "#E69F00", f"MKN {big}-gram": "#D55E00"}
+    fig, ax = plt.subplots(figsize=(7, 4))
+    xs = np.arange(len(BUCKETS))
+    width = 0.8 / len(series)
+    for j, (k, _) in enumerate(series.items()):
+        ax.bar(xs + (j - (len(series) - 1) / 2) * width, [r[k] for r in by_bucket], width,
+               color=colours.get(k, None), label=k)
+    ax.set_xticks(xs)
+    ax.set_xticklabels([f"{r['distance']}\n(n={r['n']})" for r in by_bucket])
+    ax.set_xlabel("words from the origin word to the language word")
+    ax.set_ylabel("mean bits at the language word")
+    top = max(r[k] for r in by_bucket for k in series if not math.isnan(r[k]))
+    ax.set_ylim(0, top * 1.35)  # room for the legend above the bars
+    ax.legend(fontsize=8, ncol=2, loc="upper center")
+    bars = png_of(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    bins = np.linspace(0, max(max(v) for v in series.values()) + 0.5, 40)
+    for k in ("true language", f"MKN {big}-gram"):
+        ax.hist(series[k], bins=bins, alpha=0.6, color=colours[k], label=k)
+    ax.set_xlabel("bits at the language word")
+    ax.set_ylabel("occurrences")
+    ax.legend()
+    hist = png_of(fig)
+
+    return bars, hist
+
+
 def run(*, seed: int = 0, quick: bool = False, orders=(3, 5)) -> LabResult:
     from corpora import load_corpus, prepare
     from corpora.toy import ToyConfig, ToyLanguage
@@ -104,31 +137,7 @@ def run(*, seed: int = 0, quick: bool = False, orders=(3, 5)) -> LabResult:
     far = dist > big - 1  # origin outside the n-gram's window
     far_mean = {k: float(np.mean(np.array(v)[far])) for k, v in series.items()}
 
-    colours = {"true language": "#000000", "truth without the origin": "#999999",
-               f"MKN {min(orders)}-gram": "#E69F00", f"MKN {big}-gram": "#D55E00"}
-    fig, ax = plt.subplots(figsize=(7, 4))
-    xs = np.arange(len(BUCKETS))
-    width = 0.8 / len(series)
-    for j, (k, _) in enumerate(series.items()):
-        ax.bar(xs + (j - (len(series) - 1) / 2) * width, [r[k] for r in by_bucket], width,
-               color=colours.get(k, None), label=k)
-    ax.set_xticks(xs)
-    ax.set_xticklabels([f"{r['distance']}\n(n={r['n']})" for r in by_bucket])
-    ax.set_xlabel("words from the origin word to the language word")
-    ax.set_ylabel("mean bits at the language word")
-    top = max(r[k] for r in by_bucket for k in series if not math.isnan(r[k]))
-    ax.set_ylim(0, top * 1.35)  # room for the legend above the bars
-    ax.legend(fontsize=8, ncol=2, loc="upper center")
-    bars = png_of(fig)
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    bins = np.linspace(0, max(max(v) for v in series.values()) + 0.5, 40)
-    for k in ("true language", f"MKN {big}-gram"):
-        ax.hist(series[k], bins=bins, alpha=0.6, color=colours[k], label=k)
-    ax.set_xlabel("bits at the language word")
-    ax.set_ylabel("occurrences")
-    ax.legend()
-    hist = png_of(fig)
+    bars, hist = _figures(plt, orders, series, by_bucket)
 
     # One example sentence with a long filler.
     far_idx = [j for j, d in enumerate(dist) if d >= 8]

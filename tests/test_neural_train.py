@@ -314,4 +314,4 @@ def test_evaluation_uses_one_thread_while_the_cores_are_shared(tmp_path, monkeyp
     assert r.stopped == "finished"
     assert t.eval_threads == 1
     assert any("evaluating with 1 thread" in m for m in seen), seen
-    assert t._rates[1] and t._rates[2]  # both counts were timed by the first probe
+    assert t.budget.rates[1] and t.budget.rates[2]  # both counts were timed by the first probe

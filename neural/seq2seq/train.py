@@ -42,17 +42,16 @@ class Seq2SeqTrainer(Trainer):
         t0 = time.perf_counter()
         limit = 64 if self.cfg.max_batches is not None and self.cfg.max_batches <= 1 else None
         result = score_pairs(self.model, *self._valid_subset(limit), batch_size=self.cfg.eval_batch_size)
-        self._eval_seconds = time.perf_counter() - t0
+        self.budget.validated(time.perf_counter() - t0, calibrate=False)
         return result.ppl
 
     def _probe_eval_rates(self) -> None:
         src, tgt = self._valid_subset(min(len(self.valid_pairs[0]), 200))
         if not src:
-            self._val_rate = self._score_rate = math.inf
+            self.budget.probed(math.inf, math.inf)
             return
         n = sum(len(t) + 1 for t in tgt)
         t0 = time.perf_counter()
         score_pairs(self.model, src, tgt, batch_size=self.cfg.eval_batch_size)
         rate = n / max(time.perf_counter() - t0, 1e-6)
-        self._val_rate = rate
-        self._score_rate = rate if self.reserve_tokens else math.inf
+        self.budget.probed(rate, rate if self.budget.reserve_tokens else math.inf)

@@ -18,9 +18,10 @@ validation) is not finished: the signal stops it at once, and the checkpoint wri
 the one after the last batch (a resumed run does that validation).  ``time_budget`` is wall-clock time for
 everything the model costs: it starts at ``clock_start`` (the caller's start, so data
 loading counts) and covers training, the validation passes and the final scoring of
-``reserve_tokens`` tokens the caller announces.  The trainer times one batch and an
-evaluation probe, and stops when the next batch plus the final validation plus that
-reserve would overrun the budget; then it validates and writes the checkpoint.
+``reserve_tokens`` tokens the caller announces.  The trainer times the batches and an
+evaluation probe; its :class:`~neural.training.budget.BudgetPolicy` stops the run when the
+next batch plus the final validation plus that reserve would overrun the budget; then it
+validates and writes the checkpoint.
 A non-finite loss or gradient stops with :class:`TrainingDiverged` and leaves the
 last good checkpoint untouched.
 """
@@ -51,6 +52,7 @@ from ..config import TrainConfig
 from ..data import detach_state, make_batches, with_start
 from ..evaluate import evaluate
 from ..regularize import WeightAverage
+from .budget import BudgetPolicy
 
 logger = logging.getLogger("neural.training.trainer")
 
@@ -139,10 +141,9 @@ class Trainer:
         self.log = log or logger.info
         self.data_info = data_info or {}
         self.on_batch_end = on_batch_end
-        # Budget accounting: tokens the caller scores (full history) after training, and the
-        # perf_counter() value the budget is measured from (None: the start of fit()).
-        self.reserve_tokens = int(reserve_tokens)
-        self.clock_start = clock_start
+        # The time budget's timings and decisions: tokens the caller scores (full history) after training,
+        # and the perf_counter() value the budget is measured from (None: the start of fit()).
+        self.budget = BudgetPolicy(reserve_tokens=reserve_tokens, clock_start=clock_start, log=self.log)
         self.autocast = False  # bf16 autocast actually used (resolved in fit(): probed once per machine)
         self.optimizer = make_optimizer(model, config)
         if (config.ar or config.tar) and not hasattr(model, "activation_penalty"):
@@ -164,11 +165,6 @@ class Trainer:
         self._resumed = False
         self._stop_requested = False
         self._abortable = False  # inside an evaluation pass that a signal stops at once (see _until_stopped)
-        self._eval_seconds = 0.0
-        self._calibration = self._calib_slowdown = 1.0
-        self._first_batches, self._base_batch_s, self._recent_batch_s = [], None, None
-        self._monitor = None
-        self.eval_threads = None  # threads for evaluation: chosen by the rate probe (None: as set)
         self.write_failure: Optional[str] = None  # set when --out could not be written (see save())
         # Training seconds of earlier fit() calls (a resumed run's), so the history and the
         # checkpoint count the whole run's time, also when it was interrupted inside an epoch.
@@ -341,7 +337,12 @@ class Trainer:
             f"lr {lr:g}); {kept}. Try a lower --lr (now {self.cfg.lr:g}) or a tighter --clip (now {self.cfg.clip:g})."
         )
 
-    # ------------------------------------------------------------------ the loop
+    # ------------------------------------------------------------------ the evaluation passes
+    @property
+    def eval_threads(self) -> Optional[int]:
+        """Threads for evaluation, the budget's choice (None: as set); callers score with it after fit()."""
+        return self.budget.eval_threads
+
     def validate(self) -> float:
         t0 = time.perf_counter()
         max_tokens = 2000 if self.cfg.max_batches is not None and self.cfg.max_batches <= 1 else None
@@ -349,28 +350,23 @@ class Trainer:
         with eval_threads(self.eval_threads), self.average.swapped_in():
             result = evaluate(self.model, self.valid_ids, batch_size=self.cfg.eval_batch_size,
                               max_tokens=max_tokens)
-        self._eval_seconds = time.perf_counter() - t0
-        # The probe's estimate of this pass, at the machine's load now: later estimates are scaled
-        # by the ratio (and by how much busier the machine gets after this).
-        estimate = self.n_valid_tokens() / self._val_rate if math.isfinite(self._val_rate) else 0.0
-        self._calib_slowdown = self._batch_slowdown()
-        self._calibration = self._eval_seconds / (estimate * self._calib_slowdown) if estimate > 0 else 1.0
+        self.budget.validated(time.perf_counter() - t0)
         return result.ppl
 
-    # ------------------------------------------------------------------ the budget
     def _time_eval(self, n: int, threads: int) -> tuple:
         """(validation tokens/s, scoring tokens/s) on the first ``n`` validation tokens with ``threads``."""
         prefix = self.valid_ids[:n]
         was_training = self.model.training
+        reserve = self.budget.reserve_tokens
         with eval_threads(threads):
             t0 = time.perf_counter()
             evaluate(self.model, prefix, batch_size=self.cfg.eval_batch_size)
             t1 = time.perf_counter()
-            if self.reserve_tokens:
+            if reserve:
                 evaluate(self.model, prefix, batch_size=1)
             t2 = time.perf_counter()
         self.model.train(was_training)
-        return n / max(t1 - t0, 1e-6), (n / max(t2 - t1, 1e-6) if self.reserve_tokens else math.inf)
+        return n / max(t1 - t0, 1e-6), (n / max(t2 - t1, 1e-6) if reserve else math.inf)
 
     def _probe_eval_rates(self) -> None:
         """Tokens/s of the validation pass and of the caller's full-history scoring, timed on a
@@ -380,248 +376,231 @@ class Trainer:
         model = self.model
         n = int(min(len(self.valid_ids), 4 * model.eval_chunk_len() * max(1, self.cfg.eval_batch_size), 4000))
         if n < 2:
-            self._val_rate = self._score_rate = math.inf
-            self._rates = {}
+            self.budget.probed(math.inf, math.inf)
             return
         threads = torch.get_num_threads()
-        self._rates = {t: self._time_eval(n, t) for t in ([threads, 1] if threads > 1 else [threads])}
-        self._probe_threads, self._probe_n = threads, n
-        self._val_rate, self._score_rate = self._rates[threads]
-        self._fresh_t = None  # when the rates were last re-timed under sharing
+        rates = {t: self._time_eval(n, t) for t in ([threads, 1] if threads > 1 else [threads])}
+        self.budget.probed(*rates[threads], by_threads=rates, threads=threads, n=n)
 
-    def _choose_eval_threads(self) -> None:
-        """One thread for evaluation while other processes share the cores (measured), else the
-        configured count; the rates the budget uses follow the choice."""
-        if not getattr(self, "_rates", None) or len(self._rates) < 2:
-            return
-        shared = self._monitor.shared()
-        want = 1 if shared else self._probe_threads
-        if want != (self.eval_threads or self._probe_threads):
-            self.log(f"note: other jobs use {self._monitor.others:.1f} cores: evaluating with {want} thread"
-                     f"{'s' if want > 1 else ''}" if shared else
-                     f"note: the cores are free again: evaluating with {want} threads")
-        self.eval_threads = want
-        if shared:
-            # One thread keeps its speed on shared cores far better than two, but not entirely (it
-            # gets its share of them): re-time it on a short prefix now and then (~1 % of the time).
-            now = time.perf_counter()
-            if self._fresh_t is None or now - self._fresh_t > 15.0:
-                self._val_rate, self._score_rate = self._time_eval(max(2, min(self._probe_n, 800)), 1)
-                self._fresh_t = time.perf_counter()
-        else:
-            self._val_rate, self._score_rate = self._rates[want]
-            self._fresh_t = None
-
-    def _batch_slowdown(self) -> float:
-        """How much slower the recent batches run than those right after the probe (>= 1): the
-        evaluation still to come is slowed by the same sharing of the cores."""
-        base, recent = self._base_batch_s, self._recent_batch_s
-        return max(1.0, recent / base) if base and recent else 1.0
-
-    def _note_batch(self, seconds: float) -> None:
-        """Batch times: the median of batches 2-6 of this fit is the baseline (the first pays
-        warm-up); the recent time a decayed mean."""
-        if len(self._first_batches) < 6:
-            self._first_batches.append(seconds)
-            if len(self._first_batches) >= 3:
-                self._base_batch_s = float(np.median(self._first_batches[1:]))
-        prev = self._recent_batch_s
-        self._recent_batch_s = seconds if prev is None else 0.7 * prev + 0.3 * seconds
-
-    def _final_cost(self) -> float:
-        """Seconds the run still needs after the last batch: one validation pass and the caller's scoring.
-
-        Once a real validation pass has run, its time replaces the probe's estimate, and the scoring
-        estimate is scaled by the same ratio (the machine got busier or quieter since the probe).
-        5 % is added: the estimate is a measurement on a shared CPU, and overshooting is the worse error."""
-        # A real validation pass corrects the probe's bias (a prefix is not the whole text) by their
-        # ratio; the batch slowdown since then says how much busier the machine has become.
-        factor = self._calibration if self._eval_seconds else 1.0
-        busy = self._batch_slowdown() / (self._calib_slowdown if self._eval_seconds else 1.0)
-        if getattr(self, "_fresh_t", None) is not None:
-            busy = 1.0  # the rates were just timed on the shared cores
-        val = factor * self.n_valid_tokens() / self._val_rate
-        return 1.05 * max(1.0, busy) * (val + factor * self.reserve_tokens / self._score_rate)
-
+    # ------------------------------------------------------------------ the loop
     def fit(self) -> TrainResult:
-        cfg, model = self.cfg, self.model
+        """Train until the epochs are done or a stop rule fires (the time budget, ``max_batches``, early
+        stopping, Ctrl-C/SIGTERM); validate and write the checkpoint after each epoch and at the stop."""
+        cfg = self.cfg
         if not self._resumed and self.step == 0:
             torch.manual_seed(cfg.seed)  # dropout masks
         previous_handlers = self._install_signal_handlers()
         t_start = self._fit_t0 = time.perf_counter()
-        budget_s = None if cfg.time_budget is None else cfg.time_budget * 60.0
-        # The budget clock starts at the caller's clock_start (e.g. the command's start).
-        clock0 = t_start if self.clock_start is None else self.clock_start
-        self._val_rate = self._score_rate = math.inf
-        if budget_s is not None:
-            self._until_stopped(self._probe_eval_rates)  # stopped: the loop below stops before a batch
-        from .contention import ContentionMonitor
+        self._start_budget(t_start)
+        self._choose_precision()
+        per_epoch = self._batches_per_epoch()
+        run = _FitRun(per_epoch=per_epoch, total_steps=per_epoch * cfg.epochs, tokens_at_start=self.tokens,
+                      params=[p for p in self.model.parameters() if p.requires_grad])
+        try:
+            while self.position["epoch"] < cfg.epochs and run.stopped is None:
+                self._fit_epoch(run)
+        finally:
+            for sig, handler in previous_handlers.items():
+                signal.signal(sig, handler)
+            self.seconds_done, self._fit_t0 = self.elapsed(), None
+        if self._stop_requested:
+            run.stopped = "interrupted"  # also when the signal came after the last batch (the last save is written)
+        return self._result(run, time.perf_counter() - t_start)
 
-        self._monitor = ContentionMonitor()
-        self._first_batches, self._base_batch_s, self._recent_batch_s = [], None, None
-        last_look = time.perf_counter()
-        batch_s = 0.0  # the slowest recent batch (seconds), for "does one more batch fit?"
+    def _start_budget(self, t_start: float) -> None:
+        """The budget's clock and, under a time budget, the probe of the evaluation rates (a stop
+        request stops the probe: the loop then stops before a batch)."""
+        budget = self.budget
+        budget.start(time_budget=self.cfg.time_budget, checkpoint_minutes=self.cfg.checkpoint_minutes,
+                     t_start=t_start, step=self.step, n_valid_tokens=self.n_valid_tokens())
+        if budget.budget_s is not None:
+            self._until_stopped(self._probe_eval_rates)
+        budget.watch(time.perf_counter())
+        note = budget.overshoot_note()
+        if note:
+            self.log(note)
 
-        step_at_start = self.step
-
-        def over_budget(now: float) -> bool:
-            # Every fit trains at least one batch, so there is a model to validate and score.
-            return (budget_s is not None and self.step > step_at_start
-                    and now - clock0 + batch_s + self._final_cost() > budget_s)
-
-        if budget_s is not None and time.perf_counter() - clock0 + self._final_cost() > budget_s:
-            self.log(f"note: the time budget ({budget_s:.0f} s) is less than loading plus the evaluation alone "
-                     f"needs (about {time.perf_counter() - clock0 + self._final_cost():.0f} s): one batch is "
-                     "trained and the run will overshoot")
-        last_save = t_start
-        stopped = None
-        last_val = None
-        tokens_at_start = self.tokens
+    def _choose_precision(self) -> None:
+        """bf16 autocast where asked for and its kernels work on this machine (probed once per machine)."""
         self.autocast = False
-        if cfg.bf16:
+        if self.cfg.bf16:
             from ..precision import choose_precision
 
             choice = choose_precision(True)
             self.autocast = choice.bf16
             if not choice.bf16:
                 self.log(choice.reason)
-        per_epoch = self._batches_per_epoch()
-        total_steps = per_epoch * cfg.epochs
-        params = [p for p in model.parameters() if p.requires_grad]
-        try:
-            while self.position["epoch"] < cfg.epochs and stopped is None:
-                epoch = self.position["epoch"]
-                batches = self.epoch_batches(epoch)
-                n = len(batches) if cfg.max_batches is None else min(len(batches), cfg.max_batches)
-                carries = batches.carries_state
-                state = self.carry_state if carries and self.position["batch"] > 0 else None
-                model.train()
-                bar = tqdm(total=n, initial=self.position["batch"], desc=f"epoch {epoch + 1}/{cfg.epochs}",
-                           unit="batch", disable=not self.progress, dynamic_ncols=True, leave=False)
-                window_loss, window_tokens, window_t0 = 0.0, 0, time.perf_counter()
-                # The training loss since the last validation (dropout on, weights moving): the
-                # history's train_ppl, the curve a report draws beside the validation one.
-                since_loss, since_tokens = 0.0, 0
-                trained_this_epoch = False
-                for k in range(self.position["batch"], n):
-                    if self._stop_requested:
-                        stopped = "interrupted"
-                        break
-                    if over_budget(time.perf_counter()):
-                        stopped = "time_budget"
-                        break
-                    t_batch = time.perf_counter()
-                    x, y = batches[k]
-                    lr = self._lr_now(total_steps)
-                    for group in self.optimizer.param_groups:
-                        group["lr"] = lr
-                    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.autocast):
-                        _, loss, state = model(x, y, state if carries else None, need_logits=False)
-                    loss_value = loss.item()
-                    if not math.isfinite(loss_value):
-                        raise self._diverged("loss", loss_value, epoch, k, lr)
-                    if cfg.ar or cfg.tar:  # reported losses stay the plain cross-entropy
-                        loss = loss + model.activation_penalty(ar=cfg.ar, tar=cfg.tar)
-                    self.optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    if cfg.clip > 0:
-                        norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.clip))
-                        if not math.isfinite(norm):
-                            raise self._diverged("gradient norm", norm, epoch, k, lr)
-                    self.optimizer.step()
-                    if (cfg.average == "nt" and not self.average.active and budget_s is not None
-                            and cfg.average_after is not None
-                            and time.perf_counter() - clock0 > cfg.average_after * budget_s):
-                        self.average.start()
-                        self.log(f"{100 * cfg.average_after:g} % of the time budget used: averaging the weights "
-                                 f"from step {self.step} on (NT-ASGD)")
-                    self.average.update()
-                    state = detach_state(state) if carries else None
-                    self.step += 1
-                    trained_this_epoch = True
-                    n_tokens = int((y != PAD_ID).sum())  # padded targets (sentence batches) do not count
-                    self.tokens += n_tokens
-                    self.position["batch"] = k + 1
-                    window_loss += loss_value * n_tokens
-                    window_tokens += n_tokens
-                    since_loss += loss_value * n_tokens
-                    since_tokens += n_tokens
-                    if self.progress and (k + 1) % 10 == 0:
-                        dt = time.perf_counter() - window_t0
-                        bar.set_postfix(ppl=f"{math.exp(min(50.0, window_loss / window_tokens)):.1f}",
-                                        tok_s=f"{window_tokens / dt:.0f}", lr=f"{lr:.3g}", refresh=False)
-                        bar.update(k + 1 - bar.n)
-                        window_loss, window_tokens, window_t0 = 0.0, 0, time.perf_counter()
-                    if self.on_batch_end is not None:
-                        self.on_batch_end(self, k)
-                    self.carry_state = state if carries else None
-                    now = time.perf_counter()
-                    if self._stop_requested:
-                        stopped = "interrupted"
-                        break
-                    # The max of the last batch and a decayed memory of slower ones: one slow batch
-                    # (a page fault, a busy core) should not be forgotten at once.
-                    batch_s = max(now - t_batch, 0.9 * batch_s)
-                    self._note_batch(now - t_batch)
-                    if now - last_look > 5.0:  # who else uses the cores, every 5 s
-                        self._monitor.sample()
-                        self._until_stopped(self._choose_eval_threads)  # it may re-time evaluation
-                        last_look = now
-                    if self.out is not None and now - last_save > cfg.checkpoint_minutes * 60 and k + 1 < n:
-                        self.save()
-                        last_save = now
-                bar.close()
-                if stopped == "time_budget" and not trained_this_epoch:
-                    break  # nothing trained since the last validation and checkpoint: do not repeat them
-                epoch_done = self.position["batch"] >= n
-                if stopped == "interrupted":  # no validation pass: a resumed run does it
-                    if trained_this_epoch:
-                        self.save()
-                    break
-                finished, val = self._until_stopped(self.validate)
-                if not finished:  # Ctrl-C / SIGTERM during the validation: keep the batches, not the pass
-                    stopped = "interrupted"
-                    if trained_this_epoch:
-                        self.save()
-                    break
-                last_val = val
-                if not math.isfinite(val):
-                    raise self._diverged("validation perplexity", val, epoch, self.position["batch"] - 1, self.lr)
-                improved = val < self.best_val_ppl * (1.0 - cfg.plateau_threshold)
-                if val < self.best_val_ppl:
-                    self.best_val_ppl = val
-                fraction = epoch + self.position["batch"] / n
-                lr_used = self.optimizer.param_groups[0]["lr"]
-                train_ppl = math.exp(min(50.0, since_loss / since_tokens)) if since_tokens else None
-                self.history.append({"epoch": round(fraction, 4), "step": self.step, "val_ppl": val, "lr": lr_used,
-                                     "seconds": self.elapsed(), "train_ppl": train_ppl})
-                if epoch_done:
-                    self._end_of_epoch_schedule(improved)
-                    self.position = {"epoch": epoch + 1, "batch": 0}
-                    self.carry_state = None
-                is_best = val == self.best_val_ppl
-                self.log(f"epoch {fraction:6.2f} | step {self.step:7d} | lr {lr_used:8.3g} | valid ppl {val:9.2f}"
-                         f"{' *' if is_best else ''} | {self.elapsed():7.1f} s")
-                self.save(best=is_best)
-                last_save = time.perf_counter()
-                if stopped is None and cfg.max_batches is not None and n < len(batches):
-                    stopped = "max_batches"
-                if stopped is None and epoch_done and cfg.patience and self.bad_epochs >= cfg.patience:
-                    stopped = "early_stop"
-                    self.log(f"early stop: {self.bad_epochs} epochs without a {100 * cfg.plateau_threshold:g}% "
-                             "improvement of the validation perplexity")
-        finally:
-            for sig, handler in previous_handlers.items():
-                signal.signal(sig, handler)
-            self.seconds_done, self._fit_t0 = self.elapsed(), None
-        if self._stop_requested:
-            stopped = "interrupted"  # also when the signal came after the last batch (the last save is written)
-        seconds = time.perf_counter() - t_start
-        done = self.position["epoch"] + (self.position["batch"] / per_epoch if per_epoch else 0)
+
+    def _fit_epoch(self, run: "_FitRun") -> None:
+        """The batches of the current epoch from the current position, then the validation, the history,
+        the schedule and the checkpoint; sets ``run.stopped`` when a stop rule fires."""
+        cfg = self.cfg
+        epoch = self.position["epoch"]
+        batches = self.epoch_batches(epoch)
+        n = len(batches) if cfg.max_batches is None else min(len(batches), cfg.max_batches)
+        since = self._train_batches(run, epoch, batches, n)
+        if run.stopped == "time_budget" and not since.trained:
+            return  # nothing trained since the last validation and checkpoint: do not repeat them
+        if run.stopped == "interrupted":  # no validation pass: a resumed run does it
+            if since.trained:
+                self.save()
+            return
+        finished, val = self._until_stopped(self.validate)
+        if not finished:  # Ctrl-C / SIGTERM during the validation: keep the batches, not the pass
+            run.stopped = "interrupted"
+            if since.trained:
+                self.save()
+            return
+        run.last_val = val
+        if not math.isfinite(val):
+            raise self._diverged("validation perplexity", val, epoch, self.position["batch"] - 1, self.lr)
+        epoch_done = self._validated(epoch, n, val, since)
+        if run.stopped is None and cfg.max_batches is not None and n < len(batches):
+            run.stopped = "max_batches"
+        if run.stopped is None and epoch_done and cfg.patience and self.bad_epochs >= cfg.patience:
+            run.stopped = "early_stop"
+            self.log(f"early stop: {self.bad_epochs} epochs without a {100 * cfg.plateau_threshold:g}% "
+                     "improvement of the validation perplexity")
+
+    def _validated(self, epoch: int, n: int, val: float, since: "_LossSum") -> bool:
+        """After a validation pass at the current position (``n`` batches in the epoch): the best
+        perplexity, the history, the schedule at the end of an epoch, the log line and the checkpoint.
+        Returns whether the epoch is done."""
+        epoch_done = self.position["batch"] >= n
+        improved = val < self.best_val_ppl * (1.0 - self.cfg.plateau_threshold)
+        if val < self.best_val_ppl:
+            self.best_val_ppl = val
+        fraction = epoch + self.position["batch"] / n
+        lr_used = self.optimizer.param_groups[0]["lr"]
+        self.history.append({"epoch": round(fraction, 4), "step": self.step, "val_ppl": val, "lr": lr_used,
+                             "seconds": self.elapsed(), "train_ppl": since.ppl()})
+        if epoch_done:
+            self._end_of_epoch_schedule(improved)
+            self.position = {"epoch": epoch + 1, "batch": 0}
+            self.carry_state = None
+        is_best = val == self.best_val_ppl
+        self.log(f"epoch {fraction:6.2f} | step {self.step:7d} | lr {lr_used:8.3g} | valid ppl {val:9.2f}"
+                 f"{' *' if is_best else ''} | {self.elapsed():7.1f} s")
+        self.save(best=is_best)
+        self.budget.saved(time.perf_counter())
+        return epoch_done
+
+    def _train_batches(self, run: "_FitRun", epoch: int, batches, n: int) -> "_LossSum":
+        """Train batches ``position["batch"]`` to ``n - 1`` of ``epoch`` unless a stop comes first (then
+        ``run.stopped`` says which); returns the training loss over the batches trained (the history's
+        train_ppl, the curve a report draws beside the validation one)."""
+        budget = self.budget
+        carries = batches.carries_state
+        state = self.carry_state if carries and self.position["batch"] > 0 else None
+        self.model.train()
+        bar = tqdm(total=n, initial=self.position["batch"], desc=f"epoch {epoch + 1}/{self.cfg.epochs}",
+                   unit="batch", disable=not self.progress, dynamic_ncols=True, leave=False)
+        window, window_t0 = _LossSum(), time.perf_counter()  # the progress bar's
+        since = _LossSum()
+        for k in range(self.position["batch"], n):
+            if self._stop_requested:
+                run.stopped = "interrupted"
+                break
+            if budget.over_budget(time.perf_counter(), self.step):
+                run.stopped = "time_budget"
+                break
+            t_batch = time.perf_counter()
+            loss_value, n_tokens, lr, state = self._train_step(run, batches, k, state if carries else None, epoch)
+            state = detach_state(state) if carries else None
+            self.step += 1
+            self.tokens += n_tokens
+            self.position["batch"] = k + 1
+            window.add(loss_value, n_tokens)
+            since.add(loss_value, n_tokens)
+            if self.progress and (k + 1) % 10 == 0:
+                dt = time.perf_counter() - window_t0
+                bar.set_postfix(ppl=f"{math.exp(min(50.0, window.loss / window.tokens)):.1f}",
+                                tok_s=f"{window.tokens / dt:.0f}", lr=f"{lr:.3g}", refresh=False)
+                bar.update(k + 1 - bar.n)
+                window, window_t0 = _LossSum(), time.perf_counter()
+            if self.on_batch_end is not None:
+                self.on_batch_end(self, k)
+            self.carry_state = state if carries else None
+            now = time.perf_counter()
+            if self._stop_requested:
+                run.stopped = "interrupted"
+                break
+            budget.batch_done(now - t_batch)
+            if budget.look_at_cores(now):  # who else uses the cores: the thread choice may re-time evaluation
+                self._until_stopped(lambda: budget.choose_eval_threads(self._time_eval))
+            if self.out is not None and k + 1 < n and budget.checkpoint_due(now):
+                self.save()
+                budget.saved(now)
+        bar.close()
+        return since
+
+    def _train_step(self, run: "_FitRun", batches, k: int, state, epoch: int) -> tuple:
+        """One optimizer step on batch ``k``: the learning rate, forward, the finiteness check, backward,
+        clipping, the step, the weight average.  Returns (loss, target tokens, lr, the model's state)."""
+        cfg, model = self.cfg, self.model
+        x, y = batches[k]
+        lr = self._lr_now(run.total_steps)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.autocast):
+            _, loss, state = model(x, y, state, need_logits=False)
+        loss_value = loss.item()
+        if not math.isfinite(loss_value):
+            raise self._diverged("loss", loss_value, epoch, k, lr)
+        if cfg.ar or cfg.tar:  # reported losses stay the plain cross-entropy
+            loss = loss + model.activation_penalty(ar=cfg.ar, tar=cfg.tar)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.clip > 0:
+            norm = float(torch.nn.utils.clip_grad_norm_(run.params, cfg.clip))
+            if not math.isfinite(norm):
+                raise self._diverged("gradient norm", norm, epoch, k, lr)
+        self.optimizer.step()
+        if cfg.average == "nt" and not self.average.active and self.budget.average_due(cfg.average_after):
+            self.average.start()
+            self.log(f"{100 * cfg.average_after:g} % of the time budget used: averaging the weights "
+                     f"from step {self.step} on (NT-ASGD)")
+        self.average.update()
+        n_tokens = int((y != PAD_ID).sum())  # padded targets (sentence batches) do not count
+        return loss_value, n_tokens, lr, state
+
+    def _result(self, run: "_FitRun", seconds: float) -> TrainResult:
+        done = self.position["epoch"] + (self.position["batch"] / run.per_epoch if run.per_epoch else 0)
         return TrainResult(
-            stopped=stopped or "finished", epochs_done=done, steps=self.step, tokens=self.tokens - tokens_at_start,
-            seconds=seconds, best_val_ppl=self.best_val_ppl, last_val_ppl=last_val, history=list(self.history),
+            stopped=run.stopped or "finished", epochs_done=done, steps=self.step,
+            tokens=self.tokens - run.tokens_at_start, seconds=seconds, best_val_ppl=self.best_val_ppl,
+            last_val_ppl=run.last_val, history=list(self.history),
             checkpoint=None if self.out is None else str(self.out),
             best_checkpoint=(None if self.out is None or not math.isfinite(self.best_val_ppl)
                              else str(best_path(self.out))),
         )
+
+
+@dataclass
+class _FitRun:
+    """One fit()'s fixed numbers and its outcome so far."""
+
+    per_epoch: int  # batches per epoch (max_batches applied)
+    total_steps: int  # of the whole run: the cosine schedule's length
+    tokens_at_start: int
+    params: list  # the trained parameters (clipped together)
+    stopped: Optional[str] = None
+    last_val: Optional[float] = None
+
+
+class _LossSum:
+    """The token-weighted training loss over a span of batches."""
+
+    __slots__ = ("loss", "tokens", "trained")
+
+    def __init__(self) -> None:
+        self.loss, self.tokens = 0.0, 0
+        self.trained = False  # a batch was trained (its targets may all be padding)
+
+    def add(self, loss_value: float, n_tokens: int) -> None:
+        self.loss += loss_value * n_tokens
+        self.tokens += n_tokens
+        self.trained = True
+
+    def ppl(self) -> Optional[float]:
+        return math.exp(min(50.0, self.loss / self.tokens)) if self.tokens else None

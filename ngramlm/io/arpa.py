@@ -460,37 +460,99 @@ class _Lines:
             a = e
 
 
+class _Cursor:
+    """The careful parser's place in the file: the line starting at byte ``pos`` is line index ``i``
+    (0-based; errors name ``i + 1``).  ``src`` reads the lines, ``err`` makes the errors."""
+
+    def __init__(self, raw: bytes, path) -> None:
+        self.raw, self.path = raw, path
+        self.n = len(raw)
+        self.nlines = raw.count(b"\n") + 1
+        self.src = _Lines(raw, path, self.err)
+        self.pos, self.i = 0, 0
+
+    def err(self, msg: str, ln: int, fix: str = "regenerate the ARPA file (it may be truncated or hand-edited)"):
+        return InputError(msg, path=self.path, line=ln, fix=fix)
+
+    def advance(self, nxt: int) -> None:
+        """On to the next line, which starts at byte ``nxt``."""
+        self.pos, self.i = nxt, self.i + 1
+
+    def next_nonblank(self):
+        """(the next line that is not blank, the offset of the line after it), the cursor on it; None at
+        the end of the file."""
+        while self.pos <= self.n:
+            line, nxt = self.src.line_at(self.pos)
+            if line.strip():
+                return line, nxt
+            self.advance(nxt)
+        return None
+
+
 def _parse_text(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: str = "<s>", eos_token: str = "</s>"):
-    """The careful parser: Python strings, a chunk of lines at a time, every problem reported with its line."""
+    """The careful parser: Python strings, a chunk of lines at a time, every problem reported with its line.
+
+    Its steps: the header (up to ``\\data\\``), the count lines, each order's section, the ``\\end\\``
+    marker, the unigrams' checks, then each order's rows as sorted keys."""
     if raw.startswith(b"\xef\xbb\xbf"):  # a byte-order mark, as some editors write
         raw = raw[3:]
     if b"\r" in raw:  # CRLF (Windows) line ends
         raw = raw.replace(b"\r\n", b"\n")
-    nlines = raw.count(b"\n") + 1
-
-    def err(msg: str, ln: int, fix: str = "regenerate the ARPA file (it may be truncated or hand-edited)"):
-        return InputError(msg, path=path, line=ln, fix=fix)
-
-    src = _Lines(raw, path, err)
-    for _ in src.chunks(0, len(raw), split=False):  # all of it is UTF-8 (the first error wins, as before)
+    cur = _Cursor(raw, path)
+    for _ in cur.src.chunks(0, len(raw), split=False):  # all of it is UTF-8 (the first error wins, as before)
         pass
-    # The header, line by line: everything up to \data\ and its count lines (short).
+    header, data_line = _careful_header(cur)
+    declared = _careful_counts(cur)
+    order = len(declared)
+    vocab = uni_listed = None
+    sections = []  # per order: (ids (rows, k) int32 or unigram words, probs, backoffs, line numbers, first unknown)
+    for k in range(1, order + 1):
+        sections.append(_careful_section(cur, k, k == order, declared[k - 1],
+                                          None if vocab is None else vocab.stoi_))
+        if k == 1:
+            uni_listed = sections[0][0]
+            vocab = _vocab(uni_listed, unk_token, bos_token, eos_token)
+    got = cur.next_nonblank()
+    if got is None or got[0].strip() != "\\end\\":
+        raise cur.err("missing \\end\\ marker (truncated file?)", min(cur.i + 1, cur.nlines))
+    seen = _careful_unigram_lines(cur, sections[0])
+    recorded = _apply_meta(header, data_line, vocab, path)
+    V = len(vocab.itos_)
+    keys_l, lp_l, bo_l = [], [], []
+    for k in range(1, order + 1):
+        if k == 1:
+            words, probs, bos = sections[0][:3]
+            keys, lp, bo = _unigram_rows(V, np.array([vocab.stoi_[w] for w in words], dtype=np.int64), probs, bos,
+                                         unk_token in seen)
+        else:
+            keys, lp, bo = _careful_rows(cur.err, k, sections[k - 1], keys_l, vocab.itos_)
+        sections[k - 1] = None  # free the parsed rows of this order
+        keys_l.append(keys)
+        lp_l.append(lp.astype(np.float64))
+        bo_l.append(bo.astype(np.float64) if k < order else np.zeros(0))
+    return _tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded, uni_words=uni_listed)
+
+
+def _careful_header(cur: _Cursor) -> tuple:
+    """The lines up to and including ``\\data\\`` (short: line by line), and the index of that line."""
     header: list = []
-    pos, i = 0, 0
-    while pos <= len(raw):
-        line, nxt = src.line_at(pos)
+    while cur.pos <= cur.n:
+        line, nxt = cur.src.line_at(cur.pos)
         header.append(line)
         if line.strip() == "\\data\\":
-            break
-        pos, i = nxt, i + 1
-    else:
-        raise InputError("not an ARPA file: no \\data\\ header", path=path,
-                         fix="pass an ARPA file, or a native model written by `ngramlm train`")
-    data_line = i
-    pos, i = nxt, i + 1
+            data_line = cur.i
+            cur.advance(nxt)
+            return header, data_line
+        cur.advance(nxt)
+    raise InputError("not an ARPA file: no \\data\\ header", path=cur.path,
+                     fix="pass an ARPA file, or a native model written by `ngramlm train`")
+
+
+def _careful_counts(cur: _Cursor) -> list:
+    """The ``ngram K=COUNT`` lines after ``\\data\\``: the declared count of each order."""
     declared: list = []
-    while pos <= len(raw):
-        line, nxt = src.line_at(pos)
+    while cur.pos <= cur.n:
+        line, nxt = cur.src.line_at(cur.pos)
         if not line.strip().startswith("ngram "):
             break
         body = line.strip()[6:]
@@ -498,129 +560,113 @@ def _parse_text(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: str = 
             k_s, c_s = body.split("=")
             k, c = int(k_s), int(c_s)
         except ValueError:
-            raise err(f"bad count line {line.strip()!r}", i + 1) from None
+            raise cur.err(f"bad count line {line.strip()!r}", cur.i + 1) from None
         if k != len(declared) + 1 or c < 0:
-            raise err(f"counts must be listed for orders 1, 2, ... in turn; got {line.strip()!r}", i + 1)
+            raise cur.err(f"counts must be listed for orders 1, 2, ... in turn; got {line.strip()!r}", cur.i + 1)
         if k > MAX_ORDER:
-            raise err(f"order {k} is above the highest order this toolkit handles ({MAX_ORDER})", i + 1,
-                      fix=f"use a model of order {MAX_ORDER} or less")
+            raise cur.err(f"order {k} is above the highest order this toolkit handles ({MAX_ORDER})", cur.i + 1,
+                          fix=f"use a model of order {MAX_ORDER} or less")
         declared.append(c)
-        pos, i = nxt, i + 1
+        cur.advance(nxt)
     if not declared:
-        raise err("no 'ngram N=COUNT' lines after \\data\\", i + 1)
-    order = len(declared)
-    vocab = stoi = uni_listed = None
-    sections = []  # per order: (ids (rows, k) int32 or unigram words, probs, backoffs, line numbers, first unknown)
-    for k in range(1, order + 1):
-        while pos <= len(raw):
-            line, nxt = src.line_at(pos)
-            if line.strip():
-                break
-            pos, i = nxt, i + 1
-        if pos > len(raw):
-            raise err(f"file ends before the \\{k}-grams: section (truncated?)", nlines)
-        if line.strip() != f"\\{k}-grams:":
-            raise err(f"expected \\{k}-grams: but found {line.strip()[:40]!r}", i + 1)
-        pos, i = nxt, i + 1
-        # The section ends at the first line that starts with a backslash.
-        end = len(raw) + 1 if pos > len(raw) else (0 if raw.startswith(b"\\", pos) else raw.find(b"\n\\", pos))
-        end = pos if end == 0 else (len(raw) + 1 if end < 0 else end + 1)
-        parts, unknown = [], None
-        for first, lines in src.chunks(pos, min(end, len(raw))):
-            parsed = _parse_section_fast(lines, 0, len(lines), k, k == order, None)
-            if parsed is None:  # unusual layout or an error: the careful parser says where
-                parsed = _parse_section_slow(lines, 0, len(lines), k, k == order,
-                                             lambda msg, ln: err(msg, ln + first))
-            flat, probs, bos, lns = parsed
-            lns = (np.asarray(lns, dtype=np.int64) + first).astype(np.int32 if nlines < 2**31 else np.int64)
-            if k == 1:
-                parts.append((flat, probs, bos, lns))
-                continue
-            get = stoi.get
-            ids = np.array([get(w, -1) for w in flat], dtype=np.int32).reshape(-1, k)
-            if unknown is None and (ids < 0).any():
-                r = int(np.flatnonzero((ids < 0).any(axis=1))[0])
-                unknown = (" ".join(flat[r * k:(r + 1) * k]), int(lns[r]))
-            parts.append((ids, probs, bos, lns))
-            del flat
-        i = src.line_index(end) if end <= len(raw) else nlines
-        pos = end
-        if k == 1:
-            words = [w for p in parts for w in p[0]]
-            uni_listed = words
-            vocab = _vocab(words, unk_token, bos_token, eos_token)
-            stoi = vocab.stoi_
-            data = words
-        else:
-            data = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, k), dtype=np.int32)
-        probs = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
-        bos = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0)
-        lns = np.concatenate([p[3] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
-        if len(probs) != declared[k - 1]:
-            raise err(f"\\data\\ declares {declared[k - 1]} {k}-grams but the section has {len(probs)}",
-                      i + 1 if end <= len(raw) else nlines)
-        sections.append((data, probs, bos, lns, unknown))
-    while pos <= len(raw):
-        line, nxt = src.line_at(pos)
-        if line.strip():
-            break
-        pos, i = nxt, i + 1
-    if pos > len(raw) or line.strip() != "\\end\\":
-        raise err("missing \\end\\ marker (truncated file?)", min(i + 1, nlines))
+        raise cur.err("no 'ngram N=COUNT' lines after \\data\\", cur.i + 1)
+    return declared
 
-    # Vocabulary from the unigrams; specials at their fixed ids.
-    uni_words = sections[0][0]
+
+def _careful_section(cur: _Cursor, k: int, top: bool, declared: int, stoi: Optional[dict]) -> tuple:
+    """The ``\\k-grams:`` section at the cursor, a chunk of lines at a time: (unigram words, or the word
+    ids (rows, k) int32 with -1 for a word not among the unigrams (``stoi``); log10 probabilities;
+    back-offs; line numbers; the first unknown n-gram as (text, line) or None).  The cursor ends on
+    the line that ends the section."""
+    raw, src, err, nlines = cur.raw, cur.src, cur.err, cur.nlines
+    got = cur.next_nonblank()
+    if got is None:
+        raise err(f"file ends before the \\{k}-grams: section (truncated?)", nlines)
+    line, nxt = got
+    if line.strip() != f"\\{k}-grams:":
+        raise err(f"expected \\{k}-grams: but found {line.strip()[:40]!r}", cur.i + 1)
+    cur.advance(nxt)
+    pos = cur.pos
+    # The section ends at the first line that starts with a backslash.
+    end = len(raw) + 1 if pos > len(raw) else (0 if raw.startswith(b"\\", pos) else raw.find(b"\n\\", pos))
+    end = pos if end == 0 else (len(raw) + 1 if end < 0 else end + 1)
+    parts, unknown = [], None
+    for first, lines in src.chunks(pos, min(end, len(raw))):
+        parsed = _parse_section_fast(lines, 0, len(lines), k, top, None)
+        if parsed is None:  # unusual layout or an error: the careful parser says where
+            parsed = _parse_section_slow(lines, 0, len(lines), k, top, lambda msg, ln: err(msg, ln + first))
+        flat, probs, bos, lns = parsed
+        lns = (np.asarray(lns, dtype=np.int64) + first).astype(np.int32 if nlines < 2**31 else np.int64)
+        if k == 1:
+            parts.append((flat, probs, bos, lns))
+            continue
+        get = stoi.get
+        ids = np.array([get(w, -1) for w in flat], dtype=np.int32).reshape(-1, k)
+        if unknown is None and (ids < 0).any():
+            r = int(np.flatnonzero((ids < 0).any(axis=1))[0])
+            unknown = (" ".join(flat[r * k:(r + 1) * k]), int(lns[r]))
+        parts.append((ids, probs, bos, lns))
+        del flat
+    cur.i = src.line_index(end) if end <= len(raw) else nlines
+    cur.pos = end
+    if k == 1:
+        data = [w for p in parts for w in p[0]]
+    else:
+        data = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, k), dtype=np.int32)
+    probs = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
+    bos = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0)
+    lns = np.concatenate([p[3] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+    if len(probs) != declared:
+        raise err(f"\\data\\ declares {declared} {k}-grams but the section has {len(probs)}",
+                  cur.i + 1 if end <= len(raw) else nlines)
+    return data, probs, bos, lns, unknown
+
+
+def _careful_unigram_lines(cur: _Cursor, unigrams: tuple) -> dict:
+    """Each unigram listed once and none of them ``<pad>``; returns {word: its line}."""
     seen = {}
-    for w, ln in zip(uni_words, sections[0][3]):
+    for w, ln in zip(unigrams[0], unigrams[3]):
         if w in seen:
-            raise err(f"duplicate unigram {w!r} (first at line {seen[w]})", int(ln))
+            raise cur.err(f"duplicate unigram {w!r} (first at line {seen[w]})", int(ln))
         if w == "<pad>":  # id 0 of every vocabulary here, never a word
-            raise err("the unigram '<pad>' is reserved by this toolkit for padding", int(ln),
-                      fix="rename the word in the ARPA file (e.g. to <pad_>)")
+            raise cur.err("the unigram '<pad>' is reserved by this toolkit for padding", int(ln),
+                          fix="rename the word in the ARPA file (e.g. to <pad_>)")
         seen[w] = int(ln)
-    recorded = _apply_meta(header, data_line, vocab, path)
-    V = len(vocab.itos_)
-    itos = vocab.itos_
-    keys_l, lp_l, bo_l = [], [], []
-    for k in range(1, order + 1):
-        data, probs, bos, lns, unknown = sections[k - 1]
-        if k == 1:
-            keys, lp, bo = _unigram_rows(V, np.array([stoi[w] for w in data], dtype=np.int64), probs, bos,
-                                         unk_token in seen)
-        else:
-            ids = data.astype(np.int64)
+    return seen
 
-            def text(r: int) -> str:
-                return " ".join(itos[j] for j in ids[r])
 
-            if unknown is not None:
-                raise err(f"{k}-gram {unknown[0]!r} uses a word that is not among the unigrams", unknown[1])
-            # The context's index: walk the trie one word at a time (int64 keys).
-            parent = ids[:, 0].copy()
-            for j in range(1, k - 1):
-                parent = lookup(keys_l[j], np.where(parent >= 0, parent * V + ids[:, j], -1))
-            ok = parent >= 0
-            if not ok.all():
-                r = int(np.flatnonzero(~ok)[0])
-                raise err(f"the context of {k}-gram {text(r)!r} is not listed among the {k - 1}-grams",
-                          int(lns[r]))
-            raw_keys = parent * V + ids[:, -1]
-            del ids
-            perm = np.argsort(raw_keys, kind="stable")
-            keys = raw_keys[perm]
-            del raw_keys
-            dup = np.flatnonzero(keys[1:] == keys[:-1])
-            if len(dup):
-                a, b = sorted((int(lns[perm[dup[0]]]), int(lns[perm[dup[0] + 1]])))
-                ids = data.astype(np.int64)
-                raise err(f"duplicate {k}-gram {text(int(perm[dup[0]]))!r} (first at line {a})", b)
-            lp = probs[perm]
-            bo = bos[perm]
-        sections[k - 1] = None  # free the parsed rows of this order
-        keys_l.append(keys)
-        lp_l.append(lp.astype(np.float64))
-        bo_l.append(bo.astype(np.float64) if k < order else np.zeros(0))
-    return _tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded, uni_words=uni_listed)
+def _careful_rows(err, k: int, section: tuple, keys_l: list, itos: list) -> tuple:
+    """The ``k``-grams (k >= 2) as (sorted int64 keys, log10 probabilities, back-offs) in key order,
+    each context found among the ``k - 1``-grams (``keys_l``: the lower orders' keys); an unknown word,
+    a context not listed or a duplicate is an error naming its line."""
+    data, probs, bos, lns, unknown = section
+    V = len(itos)
+    ids = data.astype(np.int64)
+
+    def text(r: int) -> str:
+        return " ".join(itos[j] for j in ids[r])
+
+    if unknown is not None:
+        raise err(f"{k}-gram {unknown[0]!r} uses a word that is not among the unigrams", unknown[1])
+    # The context's index: walk the trie one word at a time (int64 keys).
+    parent = ids[:, 0].copy()
+    for j in range(1, k - 1):
+        parent = lookup(keys_l[j], np.where(parent >= 0, parent * V + ids[:, j], -1))
+    ok = parent >= 0
+    if not ok.all():
+        r = int(np.flatnonzero(~ok)[0])
+        raise err(f"the context of {k}-gram {text(r)!r} is not listed among the {k - 1}-grams", int(lns[r]))
+    raw_keys = parent * V + ids[:, -1]
+    del ids
+    perm = np.argsort(raw_keys, kind="stable")
+    keys = raw_keys[perm]
+    del raw_keys
+    dup = np.flatnonzero(keys[1:] == keys[:-1])
+    if len(dup):
+        a, b = sorted((int(lns[perm[dup[0]]]), int(lns[perm[dup[0] + 1]])))
+        ids = data.astype(np.int64)
+        raise err(f"duplicate {k}-gram {text(int(perm[dup[0]]))!r} (first at line {a})", b)
+    return keys, probs[perm], bos[perm]
 
 
 def _vocab(uni_words, unk_token: str, bos_token: str, eos_token: str) -> Vocab:
@@ -663,12 +709,9 @@ def _tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded: Optional[str] =
                        log10_backoff=bo_l, missing_backoff=0.0, is_distribution=True)
 
 
-def _read_arpa_fast(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: str = "<s>", eos_token: str = "</s>"):
-    """The compiled reader: sections parsed from the bytes, no str per line or word.  None whenever
-    anything is unusual -- the careful parser then reads the file and names the line."""
-    from .. import accel
-
-    fast = accel.fast
+def _fast_layout(raw: bytes, fast):
+    """The compiled reader's first step: (the header's lines before ``\\data\\``, the declared counts, each
+    order's section as byte offsets (start, end)), or None when anything is unusual."""
     off = 3 if raw.startswith(b"\xef\xbb\xbf") else 0
     if b"\r" in raw:
         return None
@@ -720,6 +763,20 @@ def _read_arpa_fast(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: st
     # parser says so -- without allocating arrays for it first.
     if any(c > (e - a) // 4 + 1 for c, (a, e) in zip(declared, sections)):
         return None
+    return head, declared, sections
+
+
+def _read_arpa_fast(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: str = "<s>", eos_token: str = "</s>"):
+    """The compiled reader: sections parsed from the bytes, no str per line or word.  None whenever
+    anything is unusual -- the careful parser then reads the file and names the line."""
+    from .. import accel
+
+    fast = accel.fast
+    layout = _fast_layout(raw, fast)
+    if layout is None:
+        return None
+    head, declared, sections = layout
+    order = len(declared)
     start, end = sections[0]
     got = fast.parse_unigrams(raw, start, end, declared[0], order == 1)
     if got is None:

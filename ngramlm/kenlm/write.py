@@ -428,7 +428,11 @@ def _trie_order(trie: dict, k: int, raw: np.ndarray, perm: np.ndarray, row: np.n
 
 
 def trie_bytes(model, opts: BinaryOptions) -> bytes:
-    """The bytes of a KenLM trie binary of ``model`` (an NgramLM or any back-off query object)."""
+    """The bytes of a KenLM trie binary of ``model`` (an NgramLM or any back-off query object).
+
+    Its steps: the n-grams in KenLM's word ids (blanks added where a pruned model lacks a suffix), the
+    header and the vocabulary's hashes, each order's entries in KenLM's order, the quantisation tables,
+    the unigram records, each higher order's bit-packed entries, the vocabulary's strings."""
     opts.check()
     absent = _absent_markers(model, opts)
     # A model closed under suffixes (as estimated) is laid out from its own rows: an n-gram's path in
@@ -464,107 +468,140 @@ def trie_bytes(model, opts: BinaryOptions) -> bytes:
     vo = header_size(n)
     struct.pack_into("<Q", out, vo, c0 - 1)
     out[vo + 8:vo + 8 + 8 * (c0 - 1)] = sorted_hashes.astype("<u8").tobytes()
-    # Entries per order, in KenLM's order: sorted by the reversed n-gram (last word first).
-    trie = {}
-    kw = ours_to_k[g[1]["words"]] if suf is not None else g[1]["words"]  # (blanks: already KenLM's)
-    perm = np.argsort(kw[:, 0], kind="stable")
-    trie[1] = {"perm": perm, "packed": kw[perm, 0]}
     if suf is not None:
-        for k, first, suffix in _rows_by_suffix(model, suf, g[1]["row_of_id"]):
-            rank = np.empty(len(perm), dtype=np.int64)  # each row of order k-1: its place in KenLM's order
-            rank[perm] = np.arange(len(perm))
-            # KenLM's row of the n-gram's last k-1 words is its suffix's; the key adds the first word.
-            row = rank[suffix]
-            raw = row * c0 + ours_to_k[first]
-            perm = np.argsort(raw)  # distinct keys (checked in _trie_order): an unstable sort is 4x faster
-            _trie_order(trie, k, raw, perm, row)
+        trie = _trie_entries_by_suffix(model, g, suf, ours_to_k, c0)
     else:
-        for k in range(2, n + 1):
-            kw = g[k]["words"]
-            stored = kw[:, ::-1]
-            # Row of the stored prefix (the n-gram's last k-1 words) in order k-1, by the chain of
-            # packed (row, word) keys, each order's sorted.
-            row = stored[:, 0]
-            for j in range(2, k):
-                pos = _positions(trie[j]["packed"], row * c0 + stored[:, j - 1])
-                bad = pos < 0
-                if np.any(bad):
-                    i = int(np.flatnonzero(bad)[0])
-                    gram = " ".join(words[int(np.flatnonzero(kid_of_uni == w)[0])] for w in g[k]["words"][i])
-                    raise InputError(f"the {k}-gram {gram!r} has no {j}-gram suffix in the model; KenLM's trie would "
-                                     "insert a 'blank' n-gram for it, which this writer does not",
-                                     fix="write a model closed under suffixes (unpruned, or pruned with "
-                                         "`ngramlm prune`), or run build_binary on the exported ARPA")
-                row = pos
-            raw = row * c0 + stored[:, -1]
-            _trie_order(trie, k, raw, np.argsort(raw), row)
-    # Quantiser tables.
-    if quant is not None:
-        pb, bb = quant
-        struct.pack_into("<3B", out, L.quant_offset, 2, pb, bb)
-        at = L.quant_offset + 8
-        centres = {}
-        for k in range(2, n):
-            probs = g[k]["prob"]
-            bos = g[k]["backoff"]
-            pc = _make_bins(probs, 1 << pb)
-            bc = np.empty(1 << bb, dtype=np.float32)
-            bc[0] = np.float32(-0.0)
-            bc[1] = np.float32(0.0)
-            bc[2:] = _make_bins(bos[bos != 0], (1 << bb) - 2)
-            centres[k] = (pc, bc)
-            out[at:at + (4 << pb)] = pc.astype("<f4").tobytes()
-            at += 4 << pb
-            out[at:at + (4 << bb)] = bc.astype("<f4").tobytes()
-            at += 4 << bb
-        lc = _make_bins(g[n]["prob"], 1 << pb)
-        centres[n] = (lc, None)
-        out[at:at + (4 << pb)] = lc.astype("<f4").tobytes()
-    # Unigrams: prob, back-off (extension flag), next pointer; c0 + 2 records.
-    uni = np.zeros(c0 + 2, dtype=np.dtype([("prob", "<f4"), ("backoff", "<f4"), ("next", "<u8")]))
-    perm1 = trie[1]["perm"]
-    uni["prob"][:c0] = g[1]["prob"][perm1]
-    uni["backoff"][:c0] = g[1]["backoff"][perm1] if n > 1 else np.float32(-0.0)
-    uni["next"][:c0 + 1] = trie[1]["children_begin"]
-    out[L.unigram_offset:L.unigram_offset + uni.nbytes] = uni.tobytes()
-    wb = L.word_bits
+        trie = _trie_entries_by_words(g, n, c0, words, kid_of_uni)
+    centres = None if quant is None else _write_quant_tables(out, L.quant_offset, g, n, quant)
+    _write_unigrams(out, L.unigram_offset, g, n, c0, trie[1])
     for k in range(2, n + 1):
-        top = k == n
-        m = L.longest if top else L.middles[k - 2]
-        perm = trie[k]["perm"]
-        count = len(perm)
-        region = ((1 + count) * m["total_bits"] + 7) // 8 + 8
-        bw = _BitWriter(region)
-        tb = m["total_bits"]  # entry i's fields start at bit i * tb
-        bw.write_strided(0, tb, trie[k]["packed"] % c0, wb)
-        prob = g[k]["prob"][perm]
-        if quant is None:
-            bw.write_strided(wb, tb, prob.view(np.uint32).astype(np.uint64) & np.uint64(0x7FFFFFFF), 31)
-            if not top:
-                bw.write_strided(wb + 31, tb, g[k]["backoff"][perm].view(np.uint32).astype(np.uint64), 32)
-        elif top:
-            bw.write_strided(wb, tb, _encode(centres[k][0], prob, 0), quant[0])
-        else:
-            pc, bc = centres[k]
-            bw.write_strided(wb, tb, _encode_backoff(bc, g[k]["backoff"][perm]), quant[1])
-            bw.write_strided(wb + quant[1], tb, _encode(pc, prob, 0), quant[0])
-        if not top:
-            nxt = trie[k]["children_begin"].astype(np.uint64)  # count + 1 values
-            inline = m["inline_bits"]
-            if "array_offset" in m:
-                high = (nxt >> np.uint64(inline)).astype(np.int64)
-                table = np.searchsorted(high, np.arange(m["array_count"]), side="left").astype(np.uint64)
-                table[0] = 0
-                out[m["header"]:m["header"] + 2] = bytes([0, opts.array_bits])
-                a = m["array_offset"]
-                out[a:a + 8 * m["array_count"]] = table.astype("<u8").tobytes()
-                bw.write_strided(tb - inline, tb, nxt & np.uint64((1 << inline) - 1), inline)
-            else:
-                bw.write_strided(tb - inline, tb, nxt, inline)
-        out[m["base"]:m["base"] + region] = bw.tobytes()
+        _write_trie_order(out, L, k, k == n, g[k], trie[k], c0, quant, centres, opts.array_bits)
     if opts.include_vocab:
         out += _vocab_strings(words, kid_of_uni)
     return bytes(out)
+
+
+def _trie_entries_by_suffix(model, g: dict, suf: list, ours_to_k: np.ndarray, c0: int) -> dict:
+    """Each order's entries in KenLM's order (sorted by the reversed n-gram, last word first) for a model
+    closed under suffixes: ``{k: {"perm", "packed", "children_begin"}}`` (see :func:`_trie_order`)."""
+    trie = {}
+    kw = ours_to_k[g[1]["words"]]
+    perm = np.argsort(kw[:, 0], kind="stable")
+    trie[1] = {"perm": perm, "packed": kw[perm, 0]}
+    for k, first, suffix in _rows_by_suffix(model, suf, g[1]["row_of_id"]):
+        rank = np.empty(len(perm), dtype=np.int64)  # each row of order k-1: its place in KenLM's order
+        rank[perm] = np.arange(len(perm))
+        # KenLM's row of the n-gram's last k-1 words is its suffix's; the key adds the first word.
+        row = rank[suffix]
+        raw = row * c0 + ours_to_k[first]
+        perm = np.argsort(raw)  # distinct keys (checked in _trie_order): an unstable sort is 4x faster
+        _trie_order(trie, k, raw, perm, row)
+    return trie
+
+
+def _trie_entries_by_words(g: dict, n: int, c0: int, words: list, kid_of_uni: np.ndarray) -> dict:
+    """Each order's entries in KenLM's order from the n-grams' words (already KenLM's ids, blanks added):
+    ``{k: {"perm", "packed", "children_begin"}}`` (see :func:`_trie_order`)."""
+    trie = {}
+    kw = g[1]["words"]
+    perm = np.argsort(kw[:, 0], kind="stable")
+    trie[1] = {"perm": perm, "packed": kw[perm, 0]}
+    for k in range(2, n + 1):
+        kw = g[k]["words"]
+        stored = kw[:, ::-1]
+        # Row of the stored prefix (the n-gram's last k-1 words) in order k-1, by the chain of
+        # packed (row, word) keys, each order's sorted.
+        row = stored[:, 0]
+        for j in range(2, k):
+            pos = _positions(trie[j]["packed"], row * c0 + stored[:, j - 1])
+            bad = pos < 0
+            if np.any(bad):
+                i = int(np.flatnonzero(bad)[0])
+                gram = " ".join(words[int(np.flatnonzero(kid_of_uni == w)[0])] for w in g[k]["words"][i])
+                raise InputError(f"the {k}-gram {gram!r} has no {j}-gram suffix in the model; KenLM's trie would "
+                                 "insert a 'blank' n-gram for it, which this writer does not",
+                                 fix="write a model closed under suffixes (unpruned, or pruned with "
+                                     "`ngramlm prune`), or run build_binary on the exported ARPA")
+            row = pos
+        raw = row * c0 + stored[:, -1]
+        _trie_order(trie, k, raw, np.argsort(raw), row)
+    return trie
+
+
+def _write_quant_tables(out: bytearray, at: int, g: dict, n: int, quant: tuple) -> dict:
+    """The quantiser's tables at byte ``at``: per middle order the probability and back-off bin centres,
+    then the highest order's probability centres.  Returns ``{k: (prob centres, back-off centres)}``."""
+    pb, bb = quant
+    struct.pack_into("<3B", out, at, 2, pb, bb)
+    at += 8
+    centres = {}
+    for k in range(2, n):
+        probs = g[k]["prob"]
+        bos = g[k]["backoff"]
+        pc = _make_bins(probs, 1 << pb)
+        bc = np.empty(1 << bb, dtype=np.float32)
+        bc[0] = np.float32(-0.0)
+        bc[1] = np.float32(0.0)
+        bc[2:] = _make_bins(bos[bos != 0], (1 << bb) - 2)
+        centres[k] = (pc, bc)
+        out[at:at + (4 << pb)] = pc.astype("<f4").tobytes()
+        at += 4 << pb
+        out[at:at + (4 << bb)] = bc.astype("<f4").tobytes()
+        at += 4 << bb
+    lc = _make_bins(g[n]["prob"], 1 << pb)
+    centres[n] = (lc, None)
+    out[at:at + (4 << pb)] = lc.astype("<f4").tobytes()
+    return centres
+
+
+def _write_unigrams(out: bytearray, at: int, g: dict, n: int, c0: int, entries: dict) -> None:
+    """The unigram records at byte ``at``: prob, back-off (extension flag), next pointer; c0 + 2 records."""
+    uni = np.zeros(c0 + 2, dtype=np.dtype([("prob", "<f4"), ("backoff", "<f4"), ("next", "<u8")]))
+    perm1 = entries["perm"]
+    uni["prob"][:c0] = g[1]["prob"][perm1]
+    uni["backoff"][:c0] = g[1]["backoff"][perm1] if n > 1 else np.float32(-0.0)
+    uni["next"][:c0 + 1] = entries["children_begin"]
+    out[at:at + uni.nbytes] = uni.tobytes()
+
+
+def _write_trie_order(out: bytearray, L, k: int, top: bool, gk: dict, entries: dict, c0: int,
+                      quant: Optional[tuple], centres: Optional[dict], array_bits: int) -> None:
+    """Order ``k``'s entries bit-packed into their region of layout ``L``: the word, the probability and
+    (below the top) the back-off, plain or quantised, and the pointer to the children (its high bits in
+    the array table where ``array_bits`` asks for one)."""
+    wb = L.word_bits
+    m = L.longest if top else L.middles[k - 2]
+    perm = entries["perm"]
+    count = len(perm)
+    region = ((1 + count) * m["total_bits"] + 7) // 8 + 8
+    bw = _BitWriter(region)
+    tb = m["total_bits"]  # entry i's fields start at bit i * tb
+    bw.write_strided(0, tb, entries["packed"] % c0, wb)
+    prob = gk["prob"][perm]
+    if quant is None:
+        bw.write_strided(wb, tb, prob.view(np.uint32).astype(np.uint64) & np.uint64(0x7FFFFFFF), 31)
+        if not top:
+            bw.write_strided(wb + 31, tb, gk["backoff"][perm].view(np.uint32).astype(np.uint64), 32)
+    elif top:
+        bw.write_strided(wb, tb, _encode(centres[k][0], prob, 0), quant[0])
+    else:
+        pc, bc = centres[k]
+        bw.write_strided(wb, tb, _encode_backoff(bc, gk["backoff"][perm]), quant[1])
+        bw.write_strided(wb + quant[1], tb, _encode(pc, prob, 0), quant[0])
+    if not top:
+        nxt = entries["children_begin"].astype(np.uint64)  # count + 1 values
+        inline = m["inline_bits"]
+        if "array_offset" in m:
+            high = (nxt >> np.uint64(inline)).astype(np.int64)
+            table = np.searchsorted(high, np.arange(m["array_count"]), side="left").astype(np.uint64)
+            table[0] = 0
+            out[m["header"]:m["header"] + 2] = bytes([0, array_bits])
+            a = m["array_offset"]
+            out[a:a + 8 * m["array_count"]] = table.astype("<u8").tobytes()
+            bw.write_strided(tb - inline, tb, nxt & np.uint64((1 << inline) - 1), inline)
+        else:
+            bw.write_strided(tb - inline, tb, nxt, inline)
+    out[m["base"]:m["base"] + region] = bw.tobytes()
 
 
 def write_binary(model, path: os.PathLike | str, opts: Optional[BinaryOptions] = None) -> None:
