@@ -159,7 +159,7 @@ def info_cmd() -> None:
     click.echo(_version_line())
     click.echo(f"python {platform.python_version()} ({platform.system()} {platform.machine()})")
     for mod, extra in (("numpy", "core"), ("scipy", "core"), ("torch", "neural"), ("sacrebleu", "neural"),
-                       ("matplotlib", "report"), ("jinja2", "report"), ("dask", "dask")):
+                       ("matplotlib", "report"), ("jinja2", "report"), ("dask", "dask"), ("pydivsufsort", "infini")):
         found = importlib.util.find_spec(mod) is not None
         ver = ""
         if found:
@@ -195,10 +195,17 @@ def _on_signal(signum, frame):
 
 
 def _exit_now(code: int, message: str | None = None) -> None:
-    """End the process with ``code`` after flushing the output and running the atexit functions, but
-    without the interpreter's teardown: once torch is loaded its garbage collection alone took 1-3 s
-    after an interrupted `compare` (measured on a 2-core machine), which is not a prompt stop."""
-    import atexit
+    """End the process with ``code`` after flushing the output, without the interpreter's teardown: once
+    torch is loaded its garbage collection alone took 1-3 s after an interrupted `compare` (measured
+    on a 2-core machine), which is not a prompt stop.
+
+    From main (no ``message``) the command has already unwound: its temporary folders, Dask clusters
+    and partial outputs were removed by its own ``with`` and ``finally`` blocks (the toolkit registers
+    no exit functions).  What a normal exit would still do that matters is done here with public
+    calls: the log handlers are flushed and closed, and the worker processes that ``multiprocessing``
+    started (a DataLoader's workers, say) are stopped as its own exit stops them -- daemonic ones
+    terminated, every one joined -- so none outlives the program.  From a signal handler (a
+    second signal, with a ``message``) only the output is flushed: the user asked to stop at once."""
     import os
 
     if message:
@@ -213,46 +220,36 @@ def _exit_now(code: int, message: str | None = None) -> None:
             pass
     if message is None:  # not from inside a signal handler: the normal exit's cleanups still run
         try:
-            atexit._run_exitfuncs()
-        except BaseException:
+            _stop_children_and_logs()
+        except BaseException:  # a cleanup that fails must not turn the stop into a traceback
             pass
     os._exit(code)
 
 
-def _tune_malloc() -> None:
-    """glibc's malloc, set for a program that makes and drops numpy arrays of tens of MB.
-
-    By default glibc serves each block above an adaptive threshold with a fresh mmap and hands
-    memory at the heap's top back to the kernel, so every big temporary is paged in anew: on the PTB
-    5-gram, `build-binary trie` took 87k page faults and 0.3-0.8 s of kernel time.  Freed memory kept
-    for reuse (a 32 MB mmap threshold, the most glibc allows; a 1 GB trim threshold; 256 MB of top
-    pad) cut its wall time from 1.21 to 0.85 s (medians of 6; build_binary 1.28 s) for about 17 %
-    more peak RSS.  Only for the program (never on import), and left alone where the user set a
-    MALLOC_* variable, set NGRAMLM_MALLOC=default, or runs another C library."""
-    import os
-
-    if os.environ.get("NGRAMLM_MALLOC") == "default" or any(k.startswith("MALLOC_") for k in os.environ):
-        return
-    try:
-        if not os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc"):
-            return
-        import ctypes
-
-        mallopt = ctypes.CDLL(None).mallopt
-    except (AttributeError, OSError, ValueError):  # not glibc, or no confstr (Windows)
-        return
-    m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3  # glibc's malloc.h
-    mallopt(m_mmap_threshold, 32 << 20)
-    mallopt(m_trim_threshold, 1 << 30)
-    mallopt(m_top_pad, 256 << 20)
+def _stop_children_and_logs() -> None:
+    """What the exit functions of ``logging`` and ``multiprocessing`` do at a normal exit, for the
+    modules this process loaded (neither is imported just for this)."""
+    logging = sys.modules.get("logging")
+    if logging is not None:
+        logging.shutdown()
+    mp = sys.modules.get("multiprocessing")
+    if mp is not None:
+        children = mp.active_children()
+        for p in children:
+            if p.daemon:
+                p.terminate()
+        for p in children:
+            p.join()
 
 
 def main(argv: list[str] | None = None) -> None:
     import signal
     import threading
 
-    if argv is None:  # run as the program
-        _tune_malloc()
+    if argv is None:  # run as the program: its commands may set the process's allocator where it pays
+        from ngramlm.commands import allocator
+
+        allocator.allow()
     previous = {}
     if threading.current_thread() is threading.main_thread():
         _signals.update(fired=False, program=argv is None)
@@ -274,10 +271,20 @@ def main(argv: list[str] | None = None) -> None:
             signal.signal(sig, handler)
 
 
+def _register_model_kinds() -> None:
+    """Let the n-gram commands that take either family (``ppl``, ``generate``, ``infini ppl --mix``)
+    recognise neural checkpoints: this layer may import both families, ``ngramlm`` never imports
+    ``neural`` (see corpora.modelkinds).  Torch-free: a checkpoint's operations import torch."""
+    import neural.kind
+
+    neural.kind.register()
+
+
 def _main(argv: list[str] | None) -> None:
     from corpora.errors import ToolkitError
     from corpora.textio import OutputError
 
+    _register_model_kinds()
     try:
         cli.main(args=argv, prog_name="ngramlm", standalone_mode=False)
     except click.exceptions.Abort:

@@ -1,11 +1,12 @@
-"""CLI commands for corpora, vocabularies, tokenization and corpus statistics.
+"""CLI commands for corpora, vocabularies and tokenization.
 
 ``cli.py`` imports these lazily:
 
 * ``ngramlm corpora list | info NAME | download NAME``
 * ``ngramlm vocab build CORPUS_OR_FILE -o vocab.json`` and ``ngramlm vocab stats CORPUS_OR_FILE``
 * ``ngramlm tokenize [FILES...]``
-* ``ngramlm stats [CORPUS]``
+
+(``ngramlm stats`` is ``ngramlm/commands/stats.py``; what both print alike is :mod:`corpora.console`.)
 
 Every user error is raised as :class:`~corpora.errors.InputError`; ``cli.main``
 prints it on one line and exits with status 2.
@@ -19,8 +20,9 @@ from typing import Iterable, Optional
 
 import click
 
+from .console import load_named_corpus, parse_int, percent, text_table
 from .errors import InputError
-from .options import data_dir_option, json_option, tokenizer_options, tokenizer_spec
+from .options import data_dir_option, tokenizer_options, tokenizer_spec
 from .textio import check_writable
 from .tokenize import TokenizerSpec
 
@@ -33,20 +35,6 @@ _COVERAGE_K = (100, 1000, 10000)
 # --data-dir and the tokenizer options are spelled once for every command (corpora.options).
 
 
-def _parse_int(value: Optional[str], option: str, *, minimum: int = 1) -> Optional[int]:
-    if value is None:
-        return None
-    try:
-        number = int(str(value).replace("_", "").replace(",", ""))
-    except ValueError:
-        raise InputError(f"{option} must be an integer >= {minimum}, got {value!r}",
-                         fix=f"use e.g. {option} {max(minimum, 2)}") from None
-    if number < minimum:
-        raise InputError(f"{option} must be an integer >= {minimum}, got {number}",
-                         fix=f"use {option} {minimum} or more")
-    return number
-
-
 def _is_registered(source: str) -> bool:
     from .registry import REGISTRY
 
@@ -57,37 +45,6 @@ def _base_tokenizer(source: str) -> TokenizerSpec:
     from .registry import get_spec
 
     return get_spec(source).tokenizer if _is_registered(source) else TokenizerSpec()
-
-
-def _load(source: str, *, data_dir: Optional[str], tokenizer: Optional[TokenizerSpec],
-          splits: Iterable[str] = ("train", "valid", "test")):
-    """load_corpus with the toy generator's absence turned into a clear error."""
-    from .corpus import load_corpus
-
-    try:
-        return load_corpus(source, data_dir=data_dir, tokenizer=tokenizer, splits=tuple(splits))
-    except ImportError:
-        import importlib.util
-
-        if _is_registered(source) and importlib.util.find_spec("corpora.toy") is None:
-            raise InputError(f"the generated corpus {source!r} is not available in this installation "
-                             "(corpora/toy.py is missing)", fix="give another corpus, e.g. `ngramlm stats ptb`") from None
-        raise
-
-
-def _pct(x: float) -> str:
-    return f"{100.0 * x:.2f}%"
-
-
-def _table(rows: list, header: list, *, indent: str = "  ", left: tuple = (0,)) -> str:
-    """Plain-text table: columns in ``left`` left-aligned, the rest (numbers) right-aligned."""
-    cells = [header] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = []
-    for r in cells:
-        parts = [c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
-        lines.append(indent + "  ".join(parts).rstrip())
-    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------- corpora
@@ -108,7 +65,7 @@ def corpora_list(data_dir: Optional[str]) -> None:
     rows = [[spec.name, download_status(spec, data_dir),
              (f"[parallel {spec.parallel.direction}] " if spec.parallel else "") + spec.description]
             for spec in REGISTRY.values()]
-    click.echo(_table(rows, ["name", "downloaded", "description"], indent="", left=(0, 1, 2)))
+    click.echo(text_table(rows, ["name", "downloaded", "description"], indent="", left=(0, 1, 2)))
 
 
 def _file_counts(path: Path) -> tuple:
@@ -198,13 +155,13 @@ def corpora_info(name: str, data_dir: Optional[str]) -> None:
     if par is not None:
         _parallel_info_table(spec.name, data_dir)
         return
-    corpus = _load(spec.name, data_dir=data_dir, tokenizer=None)
+    corpus = load_named_corpus(spec.name, data_dir=data_dir, tokenizer=None)
     rows = []
     for s, sents in corpus.splits.items():
         n_words = sum(len(x) for x in sents)
         rows.append([s, f"{len(sents):,}", f"{n_words:,}", f"{n_words + len(sents):,}"])
     echo(f"  tokenized with {corpus.tokenizer.describe()}:")
-    echo(_table(rows, ["split", "sentences", "words", "words+</s>"], indent="    "))
+    echo(text_table(rows, ["split", "sentences", "words", "words+</s>"], indent="    "))
 
 
 def _parallel_info_table(name: str, data_dir: Optional[str]) -> None:
@@ -214,7 +171,7 @@ def _parallel_info_table(name: str, data_dir: Optional[str]) -> None:
     sizes = pc.sizes()
     rows = [[s, f"{d['pairs']:,}", f"{d['src_tokens']:,}", f"{d['tgt_tokens']:,}"] for s, d in sizes.items()]
     click.echo(f"  tokenized with {pc.tokenizer.describe()}, seed {pc.seed}:")
-    click.echo(_table(rows, ["split", "pairs", f"{pc.src_lang} tokens", f"{pc.tgt_lang} tokens"], indent="    "))
+    click.echo(text_table(rows, ["split", "pairs", f"{pc.src_lang} tokens", f"{pc.tgt_lang} tokens"], indent="    "))
     click.echo(f"  vocabularies (train, min_count {pc.src_vocab.min_count}, ids incl. <pad> <s> </s> <unk>): "
                f"{pc.src_lang} {len(pc.src_vocab):,}, {pc.tgt_lang} {len(pc.tgt_vocab):,}")
 
@@ -275,13 +232,13 @@ def vocab_build(source: str, output: str, min_count: Optional[str], max_size: Op
     A text file is fitted on all its lines, as `ngramlm train` counts them (a blank line is an
     empty sentence); a named corpus on its train split.
     """
-    mc = _parse_int(min_count, "--min-count") or 1
-    ms = _parse_int(max_size, "--max-size")
+    mc = parse_int(min_count, "--min-count") or 1
+    ms = parse_int(max_size, "--max-size")
     out = _check_output(output, source)
     if output != "-":
         check_writable(out, what="vocabulary file")  # before the corpus is read
     tok = tokenizer_spec(tokenizer, lower, normalize, _base_tokenizer(source))
-    corpus = _load(source, data_dir=data_dir, tokenizer=tok, splits=("train",))
+    corpus = load_named_corpus(source, data_dir=data_dir, tokenizer=tok, splits=("train",))
     vocab = corpus.new_vocab(min_count=mc, max_size=ms).fit(corpus.sentences("train"))
     vocab.save(out)  # atomic; '-' writes the JSON to stdout; a failure is a one-line OutputError
     to_stderr = output == "-"  # keep stdout pure JSON then
@@ -289,7 +246,7 @@ def vocab_build(source: str, output: str, min_count: Optional[str], max_size: Op
     st = vocab.stats()
     click.echo(f"wrote {out}: {len(vocab):,} ids; fitted on {st['train_tokens']:,} train tokens of "
                f"{corpus.name} ({st['train_tokens_mapped_to_unk']:,} mapped to {vocab.unk_token}, "
-               f"{_pct(st['train_unk_rate'])})", err=to_stderr)
+               f"{percent(st['train_unk_rate'])})", err=to_stderr)
 
 
 @vocab_group.command("stats")
@@ -305,8 +262,8 @@ def vocab_stats(source: str, vocab_path: Optional[str], min_count: Optional[str]
     """Vocabulary size, cut-off effects, OOV rate per split and top-K coverage."""
     from .vocab import Vocab
 
-    mc = _parse_int(min_count, "--min-count")
-    ms = _parse_int(max_size, "--max-size")
+    mc = parse_int(min_count, "--min-count")
+    ms = parse_int(max_size, "--max-size")
     tok = tokenizer_spec(tokenizer, lower, normalize, _base_tokenizer(source))
     vocab = None
     if vocab_path is not None:
@@ -322,7 +279,7 @@ def vocab_stats(source: str, vocab_path: Optional[str], min_count: Optional[str]
                 path=vocab_path, fix="drop the tokenizer options or rebuild the vocabulary",
             )
     # A file: all its lines, as `vocab build` fits them (a named corpus: every split, for the OOV table).
-    corpus = _load(source, data_dir=data_dir, tokenizer=tok,
+    corpus = load_named_corpus(source, data_dir=data_dir, tokenizer=tok,
                    splits=("train", "valid", "test") if _is_registered(source) else ("train",))
     train = corpus.sentences("train")
     counts: Counter = Counter()
@@ -347,7 +304,7 @@ def vocab_stats(source: str, vocab_path: Optional[str], min_count: Optional[str]
     echo(f"  word types incl. {vocab.unk_token}: {vocab.n_words:,}")
     echo(f"  train tokens: {st['train_tokens']:,} ({len(counts):,} distinct)")
     echo(f"  train tokens mapped to {vocab.unk_token}: {st['train_tokens_mapped_to_unk']:,} "
-         f"({_pct(st['train_unk_rate'])}), of which the corpus's own {vocab.unk_token}: {vocab.n_corpus_unk_:,}")
+         f"({percent(st['train_unk_rate'])}), of which the corpus's own {vocab.unk_token}: {vocab.n_corpus_unk_:,}")
 
     echo("\ncut-offs (fitted on train):")
     settings = [(m, None) for m in _MIN_COUNT_TABLE] + [(1, k) for k in _MAX_SIZE_TABLE]
@@ -358,21 +315,21 @@ def vocab_stats(source: str, vocab_path: Optional[str], min_count: Optional[str]
     for m, k in settings:
         s = fitted(m, k).stats()
         mark = "*" if (m, k) == current else ""
-        rows.append([f"{m}{mark}", "-" if k is None else f"{k:,}", f"{s['n_types']:,}", _pct(s["train_unk_rate"])])
-    echo(_table(rows, ["min_count", "max_size", "n_types", "train unk rate"]))
+        rows.append([f"{m}{mark}", "-" if k is None else f"{k:,}", f"{s['n_types']:,}", percent(s["train_unk_rate"])])
+    echo(text_table(rows, ["min_count", "max_size", "n_types", "train unk rate"]))
 
     echo("\nper split (OOV: word tokens not in the vocabulary; predicted tokens = words + </s>):")
     rows = []
     for split, sents in corpus.splits.items():
         oov, n = vocab.oov_count(sents)
         enc = vocab.encode_sentences(sents)
-        rows.append([split, f"{enc.n_sentences:,}", f"{n:,}", f"{oov:,}", _pct(oov / n if n else 0.0),
+        rows.append([split, f"{enc.n_sentences:,}", f"{n:,}", f"{oov:,}", percent(oov / n if n else 0.0),
                      f"{enc.n_tokens:,}", f"{enc.n_unk:,}"])
-    echo(_table(rows, ["split", "sentences", "words", "OOV", "OOV rate", "predicted", f"{vocab.unk_token} in stream"]))
+    echo(text_table(rows, ["split", "sentences", "words", "OOV", "OOV rate", "predicted", f"{vocab.unk_token} in stream"]))
 
     echo("\ncoverage of train word tokens by the top-K word types:")
-    rows = [[f"{k:,}", _pct(vocab.coverage(k))] for k in _COVERAGE_K]
-    echo(_table(rows, ["K", "coverage"]))
+    rows = [[f"{k:,}", percent(vocab.coverage(k))] for k in _COVERAGE_K]
+    echo(text_table(rows, ["K", "coverage"]))
 
 
 # ---------------------------------------------------------------------------- tokenize

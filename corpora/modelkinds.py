@@ -4,21 +4,28 @@
 ``ngramlm ppl``, ``score``, ``generate`` and ``infini ppl --mix`` take a model of either family.
 Each family other than the caller's registers a :class:`ModelKind` here -- a cheap sniff (no
 heavy import) and the few operations the shared commands need -- and a command asks
-:func:`kind_of` what a file is.  The built-in families register on first use (``neural.kind``:
-the names in :data:`PROVIDERS`, imported by name like plugins); a third family adds itself
-with :func:`register`.
+:func:`kind_of` what a file is.
+
+Registration comes from above, never from here (this module imports no family): the program
+(``cli.py``, the layer that may import both families) registers the neural kind when it starts.
+A library user who wants the same does it once::
+
+    import neural.kind
+    neural.kind.register()   # torch-free; ngramlm's ppl / generate / infini then take checkpoints
+
+and a third family adds itself with :func:`register`.  Until a kind is registered, its files are
+simply not recognised.
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Callable, Optional
-
-PROVIDERS = ("neural.kind",)  # modules that call register() when imported
 
 
 @dataclass(frozen=True)
 class ModelKind:
+    """One model family's answer to the shared commands: what its files look like and what they can do."""
+
     name: str
     sniff: Callable[[str], bool]  # is this file one of ours? (reads a few bytes, never raises)
     # log10 p of every word and </s> of the sentences (lists of tokens), in order
@@ -30,22 +37,15 @@ class ModelKind:
 
 
 _KINDS: dict = {}
-_loaded = False
 
 
 def register(kind: ModelKind) -> None:
+    """Add ``kind`` (a second registration under the same name replaces the first)."""
     _KINDS[kind.name] = kind
 
 
 def kinds() -> list:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        for name in PROVIDERS:
-            try:
-                importlib.import_module(name)
-            except ImportError:  # that family is not installed: its files are simply not recognised
-                pass
+    """The registered kinds, in registration order."""
     return list(_KINDS.values())
 
 

@@ -164,3 +164,17 @@ def render(vocab: Vocab, ids: Sequence[int]) -> str:
     spec = vocab.tokenizer
     text = [detokenize(toks, spec) if spec is not None else " ".join(toks) for toks in lines]
     return "\n".join(text).rstrip("\n")
+
+
+def sample_lines(model: LanguageModel, vocab: Vocab, *, prompt: str = "", max_len: int = 30, num: int = 1,
+                 temperature: float = 1.0, seed: Optional[int] = None, top_k: Optional[int] = None,
+                 stop_at_eos: bool = True) -> list:
+    """``num`` samples from ``model`` as text lines (the prompt first), sample ``i`` seeded ``seed + i``."""
+    prompt_ids = encode_prompt(vocab, prompt)
+    head = (prompt + " ") if prompt and vocab.tokenizer is not None and vocab.tokenizer.kind != "char" else prompt
+    lines = []
+    for i in range(num):
+        ids = sample(model, prompt_ids, max_len, temperature=temperature, top_k=top_k,
+                     seed=None if seed is None else seed + i, stop_at_eos=stop_at_eos)
+        lines.append(head + render(vocab, ids))
+    return lines

@@ -1,11 +1,13 @@
-"""Registers neural checkpoints with :mod:`corpora.modelkinds`, so the n-gram commands that take
+"""Neural checkpoints as a :class:`corpora.modelkinds.ModelKind`, so the n-gram commands that take
 either family (``ppl``, ``generate``, ``infini ppl --mix``) use them without importing ``neural``.
-Importing this module does not import torch; each operation does, when it runs."""
+
+Importing this module registers nothing: the top layer (``cli.py``, which may import both families)
+calls :func:`register` when the program starts, and a library user does the same.  Importing it does
+not import torch; each operation does, when it runs.
+"""
 from __future__ import annotations
 
-import math
-
-from corpora.modelkinds import ModelKind, register
+from corpora import modelkinds
 
 
 def _sniff(path: str) -> bool:
@@ -15,23 +17,28 @@ def _sniff(path: str) -> bool:
 
 
 def _per_token_log10(path: str, sentences: list):
-    from .checkpoint import load_model
-    from .evaluate import token_log_probs
+    from .scoring import token_log10
 
-    model, vocab, _ = load_model(path)
-    return token_log_probs(model, vocab.encode_sentences(sentences).ids) / math.log(10)
+    return token_log10(path, sentences)
 
 
 def _ppl_summary(path: str, text, split: str, data_dir) -> dict:
-    from .commands.lm import ppl_summary
+    from .scoring import ppl_summary
 
     return ppl_summary(path, text, split=split, data_dir=data_dir)
 
 
 def _sample(path: str, prompt: str, max_len: int, num: int, temperature: float, seed) -> list:
-    from .commands.lm import sample_lines
+    from .checkpoint import load_model
+    from .generate import sample_lines
 
-    return sample_lines(path, prompt=prompt, max_len=max_len, num=num, temperature=temperature, seed=seed)
+    model, vocab, _ = load_model(path)
+    return sample_lines(model, vocab, prompt=prompt, max_len=max_len, num=num, temperature=temperature, seed=seed)
 
 
-register(ModelKind("neural", _sniff, _per_token_log10, _ppl_summary, _sample))
+KIND = modelkinds.ModelKind("neural", _sniff, _per_token_log10, _ppl_summary, _sample)
+
+
+def register() -> None:
+    """Make :func:`corpora.modelkinds.kind_of` recognise neural checkpoints (idempotent)."""
+    modelkinds.register(KIND)

@@ -76,3 +76,11 @@ def read_kenlm_binary(path: os.PathLike | str, *, ngrams: bool = False):
     from .kenlm.probing import ProbingScorer
 
     return ProbingScorer(path)
+
+
+def token_log10(path: os.PathLike | str, sentences: list):
+    """log10 p of every word and ``</s>`` of ``sentences`` (token lists), in order, under the model file
+    ``path`` (any file :func:`load_any` reads); OOVs scored as ``<unk>``."""
+    lm = load_any(path)
+    enc, oov = lm.encode(sentences)
+    return lm.token_scores(enc, oov=oov).log10_prob

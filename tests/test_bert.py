@@ -248,8 +248,8 @@ def test_bad_checkpoints_are_clear_errors(tmp_path):
 def test_a_causal_checkpoint_is_refused_and_bert_is_refused_by_causal_scoring(tmp_path, toy):
     from neural.bert.pretrain import save_bert
     from neural.checkpoint import save_checkpoint
-    from neural.commands.lm import ppl_summary
     from neural.models import build_model
+    from neural.scoring import ppl_summary
 
     _, vocab, _ = toy
     lstm = tmp_path / "lstm.pt"

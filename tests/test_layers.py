@@ -1,16 +1,21 @@
 """The packages' layers: ``corpora`` at the bottom, ``ngramlm`` and ``neural`` two sibling families on
-it that never import each other, ``reports`` and ``cli.py`` on top.  Read from the source (every
-import statement, those inside functions included), so a lazy import cannot slip through; and
-checked at run time: loading an n-gram model and scoring with it never imports ``neural`` or torch.
+it that never import each other, ``reports`` and ``cli.py`` on top; inside each family its floors, the
+command line on the top one.  Read from the source (every import statement, those inside functions
+included, and every import by a string), so a lazy import cannot slip through.  Static and fast: the
+same rules at run time (an n-gram model scored without ``neural``; a checkpoint recognised only once
+the top layer registers its kind) are tests/test_model_kinds.py.
 
 Before: ``ngramlm/commands/lm.py`` and ``infini_commands.py`` imported ``neural`` (to dispatch ``.pt``
 files), ``neural/commands/lm.py`` imported ``ngramlm.summary``, ``corpora/commands.py`` imported
-``ngramlm`` (the ``stats`` command's sparsity table).
+``ngramlm`` (the ``stats`` command's sparsity table).  Before issue 34: ``neural.kind``,
+``reports.experiments.parallel_compare`` and ``reports.commands.bert`` imported command modules for
+library functions, ``ngramlm/commands/stats.py`` took ``corpora/commands.py``'s privates, and
+``corpora.modelkinds`` imported ``neural.kind`` by a string.
 """
 from __future__ import annotations
 
 import ast
-import subprocess
+import functools
 import sys
 from pathlib import Path
 
@@ -27,11 +32,16 @@ ALLOWED = {
 }
 
 
+@functools.lru_cache(maxsize=None)
+def _nodes(path: Path) -> tuple:
+    """Every AST node of ``path``, parsed once for all the tests (the source does not change under them)."""
+    return tuple(ast.walk(ast.parse(path.read_text("utf-8"), filename=str(path))))
+
+
 def _imports(path: Path) -> set:
     """Top-level toolkit names imported anywhere in ``path`` (absolute imports; relative ones stay inside)."""
-    tree = ast.parse(path.read_text("utf-8"), filename=str(path))
     found = set()
-    for node in ast.walk(tree):
+    for node in _nodes(path):
         if isinstance(node, ast.Import):
             found |= {a.name.split(".")[0] for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -47,36 +57,6 @@ def test_a_package_imports_only_the_layers_below_it(package):
         if wrong:
             bad[str(path.relative_to(REPO / package))] = sorted(wrong)
     assert not bad, f"{package} imports {bad}; allowed: {sorted(ALLOWED[package]) or 'nothing'}"
-
-
-def test_scoring_an_ngram_model_never_imports_neural(tmp_path):
-    code = (
-        "import sys\nfrom corpora import load_corpus, prepare\nfrom corpora.toy import ToyConfig\n"
-        "from ngramlm import NgramLM\nfrom ngramlm.commands.common import other_kind\n"
-        "ds = prepare(load_corpus('toy', toy_config=ToyConfig(n_train_tokens=5000, n_valid_tokens=500, n_test_tokens=500)))\n"
-        f"lm = NgramLM(order=2).fit(ds['train'], vocab=ds.vocab)\nlm.save({str(tmp_path / 'm.npz')!r})\n"
-        f"assert other_kind({str(tmp_path / 'm.npz')!r}) is None\n"
-        "lm.perplexity_report(ds['test'])\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('neural', 'torch', 'reports')))\n"
-    )
-    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "[]"
-
-
-def test_a_checkpoint_is_recognised_through_the_registry(tmp_path, run_cli):
-    pytest.importorskip("torch")
-    from corpora.modelkinds import kind_of
-    from ngramlm.commands.common import other_kind
-
-    ckpt = tmp_path / "lm.pt"
-    assert run_cli("neural", "train", "toy", "--dry-run", "--no-progress", "--out", ckpt)[0] == 0
-    assert kind_of(ckpt).name == "neural" and other_kind(str(ckpt)).name == "neural"
-    model = tmp_path / "m.npz"
-    assert run_cli("train", "toy", "--order", "1", "-o", model)[0] == 0
-    assert other_kind(str(model)) is None and kind_of(tmp_path / "missing") is None
-    code, out, err = run_cli("ppl", ckpt, "toy")
-    assert code == 0 and "neural lstm" in out, err
 
 
 def _modules(package: str) -> dict:
@@ -98,7 +78,7 @@ def _imported(path: Path, module: str, known: set) -> set:
     found = set()
     if path.suffix == ".pyx":  # compiled: it imports C headers, numpy and nothing of the toolkit
         return set()
-    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+    for node in _nodes(path):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -193,12 +173,14 @@ FLOORS = {
         {"neural.rnn", "neural.transformer", "neural.hidden", "neural.generate", "neural.evaluate", "neural.bert.model",
          "neural.seq2seq.rnn", "neural.seq2seq.transformer", "neural.adaptation.cache", "neural.seq2seq.translate"},
         {"neural.models", "neural.checkpoint", "neural.adaptation"},
-        {"neural.training", "neural.bert.pretrain", "neural.seq2seq.train"},
-        {"neural.kind", "neural", "neural.seq2seq", "neural.bert", "neural.training"},
+        # 4 training, and scoring a checkpoint on a text (neural.scoring: the ppl summary)
+        {"neural.training", "neural.bert.pretrain", "neural.seq2seq.train", "neural.scoring"},
+        {"neural.kind", "neural", "neural.seq2seq", "neural.bert"},
         {"neural.commands"},
     ],
     "reports": [
-        {"reports.formatting", "reports.jsonio", "reports.plots", "reports.html_tables"},
+        # 1 building blocks; reports.scoring: a model file of either family scored
+        {"reports.formatting", "reports.jsonio", "reports.plots", "reports.html_tables", "reports.scoring"},
         {"reports.experiments"},
         {"reports.sections"},
         {"reports.compare", "reports.render"},
@@ -245,11 +227,10 @@ def _is_command_module(module: str) -> bool:
 
 
 def test_no_library_module_imports_a_command_module():
+    packages = ("corpora", "ngramlm", "neural", "reports", "labs")
+    known = {m for p in packages for m in _modules(p)}
     bad = []
-    for package in ("corpora", "ngramlm", "neural", "reports", "labs"):
-        known = set()
-        for p in ("corpora", "ngramlm", "neural", "reports", "labs"):
-            known |= set(_modules(p))
+    for package in packages:
         for module, path in _modules(package).items():
             if _is_command_module(module):
                 continue
@@ -257,23 +238,17 @@ def test_no_library_module_imports_a_command_module():
     assert bad == [], "library modules importing the command line: " + ", ".join(sorted(bad))
 
 
-def test_no_import_by_a_string_across_packages():
-    """A module named in a string (importlib) is loaded only within its own package (PEP 562 laziness,
-    labs and tokenizer providers by name) or by cli.py; a family is never reached from below by a string."""
-    from corpora.tokenize import PROVIDED
-    from labs import LABS
-
-    # By name, within their own package: the tokenizers that import an optional library, and the labs.
-    assert all(m.startswith("corpora.") for m in PROVIDED.values())
-    assert all(lab.module.startswith("labs.") for lab in LABS.values())
-    allowed = {"cli.py", "corpora/lazy.py", "corpora/tokenize.py", "labs/commands.py"}
+def _string_imports(root: Path, allowed: set) -> list:
+    """``path:line`` of every ``import_module`` / ``__import__`` under ``root`` (the top-level modules and
+    the toolkit's packages) that names a module outside the caller's own package, or names it by a
+    variable; the files in ``allowed`` (relative paths) are not read."""
     bad = []
-    for path in sorted(REPO.glob("*.py")) + sorted(p for t in ("corpora", "ngramlm", "neural", "reports", "labs")
-                                                     for p in (REPO / t).rglob("*.py")):
-        rel = path.relative_to(REPO).as_posix()
+    for path in sorted(root.glob("*.py")) + sorted(p for t in ("corpora", "ngramlm", "neural", "reports", "labs")
+                                                   for p in (root / t).rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
         if rel in allowed or rel == "setup.py":
             continue
-        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        for node in _nodes(path):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
                     "import_module", "__import__"):
                 arg = node.args[0] if node.args else None
@@ -281,7 +256,33 @@ def test_no_import_by_a_string_across_packages():
                         arg.value.startswith(".") or arg.value.split(".")[0] == rel.split("/")[0]):
                     continue
                 bad.append(f"{rel}:{node.lineno}")
+    return bad
+
+
+def test_no_import_by_a_string_across_packages():
+    """A module named in a string (importlib) is loaded only within its own package (PEP 562 laziness,
+    labs and tokenizer providers by name) or by cli.py; a family is never reached from below by a string
+    (model kinds are registered by the top layer: tests/test_model_kinds.py)."""
+    from corpora.tokenize import PROVIDED
+    from labs import LABS
+
+    # By name, within their own package: the tokenizers that import an optional library, and the labs.
+    assert all(m.startswith("corpora.") for m in PROVIDED.values())
+    assert all(lab.module.startswith("labs.") for lab in LABS.values())
+    bad = _string_imports(REPO, {"cli.py", "corpora/lazy.py", "corpora/tokenize.py", "labs/commands.py"})
     assert bad == [], "string imports: " + ", ".join(bad)
+
+
+def test_the_string_import_check_sees_a_family_reached_from_below(tmp_path):
+    # The check itself: corpora loading neural.kind by name, or by a list of names, is caught; a
+    # relative name or one inside the caller's own package is not.
+    (tmp_path / "corpora").mkdir()
+    (tmp_path / "corpora" / "kinds.py").write_text(
+        "import importlib\nPROVIDERS = ('neural.kind',)\n"
+        "def load():\n    importlib.import_module('neural.kind')\n"
+        "    for name in PROVIDERS:\n        importlib.import_module(name)\n"
+        "    importlib.import_module('.lazy', __package__)\n    importlib.import_module('corpora.toy')\n")
+    assert _string_imports(tmp_path, set()) == ["corpora/kinds.py:4", "corpora/kinds.py:6"]
 
 
 def test_readers_pruning_and_tuning_know_tables_not_the_estimator():

@@ -23,11 +23,12 @@ from corpora.errors import InputError  # noqa: E402
 from neural.adaptation.adaptive import AdaptOptions, evaluate_adapted  # noqa: E402
 from neural.adaptation.cache import (cache_distribution, cache_sizes, mix_log_probs, neural_cache_log_probs,
                                      tune_mixture, unigram_cache_log_probs)
-from neural.commands.lm import neural_group, ppl_summary  # noqa: E402
+from neural.commands.lm import neural_group  # noqa: E402
 from neural.config import RNNConfig, TrainConfig, TransformerConfig  # noqa: E402
 from neural.adaptation.dynamic import DynamicEvalConfig, dynamic_token_log_probs, gradient_rms  # noqa: E402
 from neural.evaluate import token_log_probs, token_log_probs_and_hidden  # noqa: E402
 from neural.models import build_model  # noqa: E402
+from neural.scoring import ppl_summary  # noqa: E402
 
 V = 17  # ids: 0 <pad>, 1 <s>, 2 </s>, 3 <unk>, 4.. words -> 15 predicted types
 

@@ -11,7 +11,8 @@ pytest.importorskip("torch").set_num_threads(1)  # tiny models: one thread is fa
 from click.testing import CliRunner  # noqa: E402
 
 from corpora.errors import InputError  # noqa: E402
-from neural.commands.lm import neural_group, ppl_summary  # noqa: E402
+from neural.commands.lm import neural_group  # noqa: E402
+from neural.scoring import ppl_summary  # noqa: E402
 from neural.sniff import is_checkpoint  # noqa: E402
 
 WORDS = "the a cat dog sat ran on under mat log and then big small red".split()

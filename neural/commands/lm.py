@@ -1,29 +1,27 @@
 """``ngramlm neural train | ppl | generate``: the command line of the neural models.
 
-Also the plain functions the top-level ``ngramlm ppl`` uses:
-:func:`neural.sniff.is_checkpoint` and :func:`ppl_summary`.
+The plain functions behind ``ppl`` and ``generate`` are library code: :func:`neural.scoring.ppl_summary`
+and :func:`neural.generate.sample_lines`.
 """
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from pathlib import Path
 from typing import Optional
 
 import click
-import numpy as np
 
-from corpora import load_corpus, prepare
+from corpora import prepare
 from corpora.errors import InputError
-from corpora.registry import REGISTRY
 from corpora.tokenize import TokenizerSpec, spec_from_text
 
 from corpora.options import TOKENIZER, data_dir_option, json_option, seed_option, threads_option
 from corpora.textio import check_writable
 
 from ..config import MODEL_NAMES, MODEL_PRESETS, TRAIN_PRESETS, architecture, resolve_lm_config
+
 
 def _set_threads(threads: int) -> None:
     import torch
@@ -33,155 +31,6 @@ def _set_threads(threads: int) -> None:
 
 def _echo_err(msg: str) -> None:
     click.echo(msg, err=True)
-
-
-# ---------------------------------------------------------------------------- ppl
-def _score_sentences(checkpoint_path, text_path_or_corpus, split, data_dir, vocab, data_info):
-    """(sentences, description, UTF-8 bytes): a registered corpus's split, a whole text file, or -- when no text is
-    given -- the split of the corpus the checkpoint was trained on (a training *file*'s held-out tail)."""
-    if text_path_or_corpus is None:
-        name = data_info.get("corpus")
-        if not name:
-            raise InputError("no text given and the checkpoint does not record its corpus", path=checkpoint_path,
-                             fix="pass a corpus name or a text file")
-        if name not in REGISTRY and not Path(name).exists():
-            raise InputError(f"the training corpus {name!r} is not available here", path=checkpoint_path,
-                             fix="pass a corpus name or a text file")
-        corpus = load_corpus(name, data_dir=data_dir, tokenizer=vocab.tokenizer,
-                             valid=data_info.get("valid"), test=data_info.get("test"))
-        return corpus.sentences(split), f"{name}:{split}", corpus.n_bytes.get(split)
-    from corpora.sources import read_text_source
-
-    src = read_text_source(str(text_path_or_corpus), split=split, data_dir=data_dir,
-                           tokenizer=vocab.tokenizer)
-    return src.sentences, src.description, src.n_bytes
-
-
-def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optional[str] = None, *,
-                split: str = "test", data_dir: Optional[str] = None, batch_size: int = 1,
-                threads: Optional[int] = 2, adapt=None) -> dict:
-    """Perplexity of a checkpoint on a corpus split (by name), a whole text file, or ``"-"`` (stdin).
-
-    ``text_path_or_corpus=None`` scores the ``split`` of the corpus the checkpoint was trained on.
-
-    Returns a JSON-able dict: sentences, words, OOVs (words mapped to ``<unk>``),
-    tokens predicted (words + sentence ends), total log-probability in nats, log10 and
-    log2, perplexity and bits per token.
-
-    ``adapt`` (a :class:`neural.adaptation.adaptive.AdaptOptions`) adds ``"adaptation"``: the
-    perplexities with a unigram / neural cache and dynamic evaluation, their parameters
-    (tuned on the valid split unless given) and times.  Without it the dict is unchanged.
-    """
-    from corpora.accounting import add_bytes, oov_flags, report_from_log10
-
-    from ..checkpoint import load_model
-    from ..evaluate import evaluate, token_log_probs
-
-    if threads:
-        _set_threads(threads)
-    model, vocab, ckpt = load_model(checkpoint_path)
-    data_info = (ckpt.get("train") or {}).get("data") or {}
-    sentences, described, n_bytes = _score_sentences(checkpoint_path, text_path_or_corpus, split, data_dir, vocab,
-                                                     data_info)
-    encoded = vocab.encode_sentences(sentences)
-    oov = oov_flags(vocab, sentences)
-    t0 = time.perf_counter()
-    plain = plain_seconds = None
-    if adapt is not None:
-        from ..evaluate import token_log_probs_and_hidden
-
-        adapt.validate(model)  # a bad option fails before any scoring
-        if batch_size != 1:
-            raise InputError("--cache and --dynamic-eval score every token with its full history",
-                             fix="drop --batch-size (or pass --batch-size 1)")
-
-        # The same log-probs as token_log_probs, bit for bit, plus the states the cache needs.
-        plain = token_log_probs_and_hidden(model, encoded.ids)
-        plain_seconds = time.perf_counter() - t0
-        log10 = plain[0] / math.log(10)
-        d = report_from_log10(log10, oov, encoded.n_sentences).to_dict()
-    elif batch_size == 1:
-        # Per-token scores: the same accounting as an n-gram model (OOVs, ppl excluding OOVs, ppl1).
-        log10 = token_log_probs(model, encoded.ids) / math.log(10)
-        d = report_from_log10(log10, oov, encoded.n_sentences).to_dict()
-    else:  # rows scored in parallel give a total only
-        result = evaluate(model, encoded.ids, batch_size=batch_size)
-        d = report_from_log10(np.full(result.n_predicted, result.log10_prob / max(1, result.n_predicted)),
-                              np.zeros(result.n_predicted, dtype=bool), encoded.n_sentences).to_dict()
-        d["oovs"] = int(oov.sum())
-        d["ppl_excluding_oovs"] = None  # needs per-token scores: --batch-size 1
-    add_bytes(d, n_bytes)
-    d.update({
-        "model": str(checkpoint_path),
-        "architecture": ckpt["model"]["name"],
-        "describe": f"neural {ckpt['model']['name']}",
-        "text": described,
-        "n_types": vocab.n_types,
-        "tokens_predicted": d["tokens"],  # the name earlier versions printed
-        "log_prob_nats": d["log10_prob"] * math.log(10),
-        "log2_prob": d["log10_prob"] / math.log10(2),
-        "seconds": round(time.perf_counter() - t0, 2),
-    })
-    from corpora.accounting import oov_warning
-
-    d["warning"] = oov_warning(vocab, d)
-    if adapt is not None:
-        d["adaptation"] = _adaptation(model, vocab, encoded, oov, plain, plain_seconds, adapt,
-                                      checkpoint_path=checkpoint_path,
-                                      text=text_path_or_corpus, scored=described, data_dir=data_dir,
-                                      data_info=data_info)
-    return d
-
-
-def _adaptation(model, vocab, encoded, oov, plain, plain_seconds, adapt, *, checkpoint_path, text, scored, data_dir,
-                data_info) -> dict:
-    """The ``"adaptation"`` entry of :func:`ppl_summary`: tuning and training text found, methods run."""
-    from corpora.sources import source_kind
-
-    from ..adaptation.adaptive import evaluate_adapted, summarise
-
-    tune_ids = train_ids = None
-    tuned_on = note = None
-    if adapt.needs_tuning_text:
-        # A registered corpus is tuned on its own valid split; a file or stdin on the training corpus's.
-        source = text if text is not None and source_kind(str(text)) == "corpus" else None
-        try:
-            sentences, tuned_on, _ = _score_sentences(checkpoint_path, source, "valid", data_dir, vocab, data_info)
-        except InputError as exc:
-            raise InputError(f"no valid split to tune the adaptation parameters on ({exc.message})",
-                             path=checkpoint_path,
-                             fix="pass --cache-theta and --cache-lambda (with --cache) and --dyn-lr (with "
-                                 "--dynamic-eval), or make the training corpus available") from None
-        tune_ids = vocab.encode_sentences(sentences).ids
-        if tuned_on == scored:
-            note = "the parameters were tuned on the text being scored, so these perplexities are optimistic"
-    if adapt.needs_training_text:
-        try:
-            sentences, _, _ = _score_sentences(checkpoint_path, None, "train", data_dir, vocab, data_info)
-        except InputError as exc:
-            raise InputError(f"the rms rule needs the training text for its gradient RMS ({exc.message})",
-                             path=checkpoint_path, fix="pass --dyn-rule sgd, or make the training corpus available") \
-                from None
-        train_ids = _prefix_ids(vocab, sentences, adapt.rms_tokens)
-    result = evaluate_adapted(model, encoded.ids, options=adapt, tune_ids=tune_ids, train_ids=train_ids, plain=plain,
-                              plain_seconds=plain_seconds)
-    out = summarise(result, oov=oov, n_sentences=encoded.n_sentences)
-    out["tuned_on"] = tuned_on
-    out["note"] = note
-    return out
-
-
-def _prefix_ids(vocab, sentences, max_tokens: Optional[int]) -> np.ndarray:
-    """The id stream of the first sentences holding ``max_tokens`` tokens (all of them for None)."""
-    if max_tokens is None:
-        return vocab.encode_sentences(sentences).ids
-    kept, n = [], 0
-    for s in sentences:
-        if n >= max_tokens:
-            break
-        kept.append(s)
-        n += len(s) + 1  # the words and the sentence end
-    return vocab.encode_sentences(kept).ids[:max_tokens]
 
 
 def fit_and_report(trainer, command: str):
@@ -469,6 +318,8 @@ def ppl_cmd(checkpoint, text_or_corpus, split, data_dir, batch_size, cache, cach
     elif any(v is not None for v in (cache_theta, cache_lambda, dyn_lr, dyn_decay)):
         raise InputError("--cache-theta/--cache-lambda/--dyn-lr/--dyn-decay have no effect on their own",
                          fix="add --cache and/or --dynamic-eval")
+    from ..scoring import ppl_summary
+
     summary = ppl_summary(checkpoint, text_or_corpus, split=split, data_dir=data_dir, batch_size=batch_size,
                           threads=threads, adapt=adapt)
     if as_json:
@@ -499,7 +350,7 @@ def generate_cmd(checkpoint, prompt, strategy, max_len, beam_size, alpha, temper
     """Generate text from CHECKPOINT."""
     _set_threads(threads)
     from ..checkpoint import load_model
-    from ..generate import beam_search, encode_prompt, greedy, render
+    from ..generate import beam_search, encode_prompt, greedy, render, sample_lines
 
     model, vocab, _ = load_model(checkpoint)
     prompt_ids = encode_prompt(vocab, prompt)
@@ -510,23 +361,7 @@ def generate_cmd(checkpoint, prompt, strategy, max_len, beam_size, alpha, temper
         for h in beam_search(model, prompt_ids, beam_size=beam_size, max_len=max_len, alpha=alpha)[:num]:
             click.echo(f"[{h.score:8.3f} | ln p {h.log_prob:8.2f}] {head}{render(vocab, h.ids)}")
     else:
-        for line in sample_lines(checkpoint, prompt=prompt, max_len=max_len, num=num, temperature=temperature,
-                                 seed=seed, top_k=top_k, stop_at_eos=stop_at_eos, loaded=(model, vocab)):
+        for line in sample_lines(model, vocab, prompt=prompt, max_len=max_len, num=num, temperature=temperature,
+                                 seed=seed, top_k=top_k, stop_at_eos=stop_at_eos):
             click.echo(line)
 
-
-def sample_lines(checkpoint, *, prompt: str = "", max_len: int = 30, num: int = 1, temperature: float = 1.0,
-                 seed=None, top_k=None, stop_at_eos: bool = True, loaded=None) -> list:
-    """``num`` samples from CHECKPOINT as text lines (the prompt first), sample ``i`` seeded ``seed + i``."""
-    from ..checkpoint import load_model
-    from ..generate import encode_prompt, render, sample
-
-    model, vocab = loaded if loaded is not None else load_model(checkpoint)[:2]
-    prompt_ids = encode_prompt(vocab, prompt)
-    head = (prompt + " ") if prompt and vocab.tokenizer is not None and vocab.tokenizer.kind != "char" else prompt
-    lines = []
-    for i in range(num):
-        ids = sample(model, prompt_ids, max_len, temperature=temperature, top_k=top_k,
-                     seed=None if seed is None else seed + i, stop_at_eos=stop_at_eos)
-        lines.append(head + render(vocab, ids))
-    return lines

@@ -12,7 +12,6 @@ same held-out pairs.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
@@ -84,41 +83,6 @@ def _check_vocabs(path, model, tgt_vocab, corpus) -> None:
         raise InputError(f"the checkpoint's vocabularies differ from those of {corpus.name} with this split "
                          "(another corpus, split seed, --min-count or --max-pairs)", path=path,
                          fix="resume/score with the settings the run was trained with")
-
-
-def bleu_table(model, corpus, split: str, *, beams=(1,), alphas=(0.0,), max_len: int = 30) -> list:
-    """BLEU rows ``{"decoder", "beam", "alpha", "bleu", "signature"}`` on a split (beam 1 = greedy)."""
-    from ..seq2seq.translate import (beam_translate, best_translation, bleu_interval, corpus_bleu, greedy_translate,
-                                     ids_to_text)
-
-    src, _ = corpus.encode(split)
-    refs = [" ".join(t) for _, t in corpus.pairs[split]]
-    rows = []
-    for k in beams:
-        for alpha in (alphas if k > 1 else (0.0,)):
-            if k == 1:
-                ids = greedy_translate(model, src, max_len=max_len)
-            else:
-                ids = [best_translation(beam_translate(model, s, beam_size=k, max_len=max_len, alpha=alpha))
-                       for s in src]
-            hyps = [ids_to_text(corpus.tgt_vocab, h) for h in ids]
-            score, sig = corpus_bleu(hyps, refs)
-            rows.append({"decoder": "greedy" if k == 1 else "beam", "beam": k, "alpha": alpha, "bleu": score,
-                         "signature": sig, "ci": bleu_interval(hyps, refs)})
-    return rows
-
-
-def conditional_ppl(model, corpus, split: str) -> dict:
-    """The translator's perplexity of the split's targets given their sources (every word and </s>)."""
-    from ..seq2seq.translate import score_pairs
-
-    src, tgt = corpus.encode(split)
-    t0 = time.perf_counter()
-    r = score_pairs(model, src, tgt)
-    unk = sum(int((t == 3).sum()) for t in tgt)  # <unk> = id 3: target words outside the vocabulary
-    return {"pairs": len(src), "tokens": r.n_predicted, "target_oovs": unk, "log_prob_nats": r.log_prob_nats,
-            "log10_prob": r.log10_prob, "log2_prob": r.log_prob_nats / math.log(2), "ppl": r.ppl,
-            "bits_per_token": r.bits_per_token, "seconds": round(time.perf_counter() - t0, 2)}
 
 
 # ---------------------------------------------------------------------------- the group
@@ -251,6 +215,8 @@ def train_cmd(corpus, arch, size, attention, cell, impl, emb_size, hidden_size, 
                "epochs": result.epochs_done, "steps": result.steps, "train_seconds": result.seconds,
                "best_valid_ppl": result.best_val_ppl, "test": None, "bleu": None}
     if not dry_run:
+        from ..seq2seq.translate import bleu_table, conditional_ppl
+
         summary["test"] = conditional_ppl(model, par, "test")
         summary["bleu"] = bleu_table(model, par, "test")[0]
         if not as_json:
@@ -279,6 +245,8 @@ def _load_translator(checkpoint):
 def ppl_cmd(checkpoint, split, data_dir, threads, as_json):
     """Conditional perplexity of CHECKPOINT on a split of the corpus it was trained on."""
     import torch
+
+    from ..seq2seq.translate import conditional_ppl
 
     torch.set_num_threads(threads)
     model, vocab, ckpt = _load_translator(checkpoint)

@@ -9,16 +9,20 @@
   is the raw log-probability (favours short outputs), ``alpha = 1`` the mean per token;
 - :func:`score_pairs`: the conditional log-probability of reference targets (teacher forcing),
   every target word and ``</s>`` predicted -- the tokens the n-gram and LSTM LMs predict;
-- :func:`corpus_bleu`: sacrebleu's corpus BLEU over the toolkit's tokens, and its signature.
+- :func:`corpus_bleu`: sacrebleu's corpus BLEU over the toolkit's tokens, and its signature;
+- :func:`bleu_table` and :func:`conditional_ppl`: a split of a parallel corpus evaluated (what
+  ``seq2seq train``/``ppl`` print and the parallel comparison reports).
 """
 from __future__ import annotations
 
+import math
+import time
 from typing import Optional, Sequence
 
 import numpy as np
 import torch
 
-from corpora.vocab import BOS_ID, EOS_ID, PAD_ID
+from corpora.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 from ..evaluate import EvalResult
 from ..generate import Hypothesis, beam_core, check_beam
@@ -188,6 +192,38 @@ def bleu_interval(hypotheses: Sequence[str], references: Sequence[str], *, resam
     scores = [metric._compute_score_from_stats((c @ stats).tolist()).score for c in counts]
     lo, hi = np.quantile(scores, [(1 - level) / 2, 1 - (1 - level) / 2])
     return [float(lo), float(hi)]
+
+
+# ---------------------------------------------------------------------------- a split, evaluated
+def bleu_table(model: Seq2Seq, corpus, split: str, *, beams=(1,), alphas=(0.0,), max_len: int = 30) -> list:
+    """BLEU rows ``{"decoder", "beam", "alpha", "bleu", "signature", "ci"}`` on a split of a
+    :class:`corpora.parallel.ParallelCorpus` (beam 1 = greedy; ``alphas`` apply to the beams above 1)."""
+    src, _ = corpus.encode(split)
+    refs = [" ".join(t) for _, t in corpus.pairs[split]]
+    rows = []
+    for k in beams:
+        for alpha in (alphas if k > 1 else (0.0,)):
+            if k == 1:
+                ids = greedy_translate(model, src, max_len=max_len)
+            else:
+                ids = [best_translation(beam_translate(model, s, beam_size=k, max_len=max_len, alpha=alpha))
+                       for s in src]
+            hyps = [ids_to_text(corpus.tgt_vocab, h) for h in ids]
+            score, sig = corpus_bleu(hyps, refs)
+            rows.append({"decoder": "greedy" if k == 1 else "beam", "beam": k, "alpha": alpha, "bleu": score,
+                         "signature": sig, "ci": bleu_interval(hyps, refs)})
+    return rows
+
+
+def conditional_ppl(model: Seq2Seq, corpus, split: str) -> dict:
+    """The translator's perplexity of the split's targets given their sources (every word and </s>)."""
+    src, tgt = corpus.encode(split)
+    t0 = time.perf_counter()
+    r = score_pairs(model, src, tgt)
+    unk = sum(int((t == UNK_ID).sum()) for t in tgt)  # target words outside the vocabulary
+    return {"pairs": len(src), "tokens": r.n_predicted, "target_oovs": unk, "log_prob_nats": r.log_prob_nats,
+            "log10_prob": r.log10_prob, "log2_prob": r.log_prob_nats / math.log(2), "ppl": r.ppl,
+            "bits_per_token": r.bits_per_token, "seconds": round(time.perf_counter() - t0, 2)}
 
 
 def attention_for(model: Seq2Seq, source: Sequence[int], target: Sequence[int]) -> Optional[np.ndarray]:

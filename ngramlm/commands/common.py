@@ -1,21 +1,13 @@
-"""What the n-gram commands share: the tokenizer options, reading a text or a model, writing a model
-by its suffix, and recognising a file of another model family."""
+"""What the n-gram commands share: reading a text or a model, checking their tokenizers agree, writing a
+model by its suffix, and recognising a file of another model family.  The tokenizer options are
+:mod:`corpora.options`' (``tokenizer_options``, ``tokenizer_spec``), shared with every command."""
 from __future__ import annotations
 
 from typing import Optional
 
 from corpora.errors import InputError
-from corpora.options import tokenizer_options, tokenizer_spec
 
 MODEL_SUFFIXES_ARPA = (".arpa", ".arpa.gz", ".lm")
-
-
-# One spelling of the shared options (corpora.options).
-_tokenizer_options = tokenizer_options
-
-
-def _spec_from_options(tokenizer, lower, normalize, base=None):
-    return tokenizer_spec(tokenizer, lower, normalize, base)
 
 
 def load_sentences(source: str, *, split: str, data_dir: Optional[str], tokenizer_spec) -> tuple[list, object, str]:
@@ -34,7 +26,8 @@ def load_model(path: str, *, ngrams: bool = False):
     return load_any(path, ngrams=ngrams)
 
 
-def _check_tokenizer(model, text_spec, model_path):
+def check_tokenizer(model, text_spec, model_path) -> None:
+    """An InputError when the text is tokenized otherwise than the model's vocabulary was built."""
     mspec = model.vocab_.tokenizer
     if mspec is not None and text_spec is not None and mspec != text_spec:
         raise InputError(

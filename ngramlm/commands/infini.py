@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
@@ -11,10 +10,10 @@ import click
 import numpy as np
 
 from corpora.errors import InputError
-from corpora.options import data_dir_option, json_option
+from corpora.options import data_dir_option, json_option, tokenizer_options, tokenizer_spec
 from corpora.textio import check_writable
 
-from .common import other_kind, _spec_from_options, _tokenizer_options, load_model, load_sentences
+from .common import load_sentences, other_kind
 
 
 @click.group("infini")
@@ -37,7 +36,7 @@ def infini_group():
                    "(also chosen for several files).")
 @data_dir_option
 @json_option
-@_tokenizer_options
+@tokenizer_options
 def build_cmd(texts, output, split, vocab_path, min_count, temp_dir, stream, data_dir, as_json, tokenizer, lower,
               normalize):
     """Index TEXT (a file, '-' or a corpus name; or several files) for ∞-gram queries."""
@@ -48,7 +47,7 @@ def build_cmd(texts, output, split, vocab_path, min_count, temp_dir, stream, dat
 
     check_writable(output, what="index file")
     t0 = time.perf_counter()
-    spec = _spec_from_options(tokenizer, lower, normalize)
+    spec = tokenizer_spec(tokenizer, lower, normalize)
     if stream or len(texts) > 1:
         from pathlib import Path
 
@@ -112,14 +111,15 @@ def count_cmd(index_path, ngram, as_json):
             click.echo(f"{int(c)}\t{' '.join(q)}")
 
 
-def per_token_log10(model_path: str, sents: list) -> np.ndarray:
-    """log10 p of every word and </s> of ``sents`` under an n-gram model or a neural checkpoint."""
+def _mix_log10(model_path: str, sents: list) -> np.ndarray:
+    """log10 p of every word and </s> of ``sents`` under the --mix model: an n-gram model, or a file of a
+    family registered with corpora.modelkinds (a neural checkpoint, registered by the program)."""
     kind = other_kind(model_path)
     if kind is not None:
         return kind.per_token_log10(model_path, sents)
-    lm = load_model(model_path)
-    enc, oov = lm.encode(sents)
-    return lm.token_scores(enc, oov=oov).log10_prob
+    from ..loading import token_log10
+
+    return token_log10(model_path, sents)
 
 
 @infini_group.command("ppl")
@@ -159,8 +159,8 @@ def ppl_cmd(index_path, text, split, mix_path, tune_on, max_n, data_dir, as_json
         h_sents, _, _ = load_sentences(tune_on if text not in _registry() or tune_on not in ("valid", "test", "train")
                                        else text, split=tune_on, data_dir=data_dir, tokenizer_spec=spec)
         hs = index.score(index.vocab.encode_sentences(h_sents), max_n=max_n)
-        lam = tune_lambdas(hs, per_token_log10(mix_path, h_sents))
-        other = per_token_log10(mix_path, sents)
+        lam = tune_lambdas(hs, _mix_log10(mix_path, h_sents))
+        other = _mix_log10(mix_path, sents)
         mixed = mixture_log10(s, other, lam)
         oov = oov_flags(index.vocab, sents)
         rep_other = report_from_log10(other, oov, enc.n_sentences)

@@ -9,18 +9,18 @@ import json
 
 import click
 
-from corpora.options import data_dir_option, json_option, seed_option
+from corpora.options import data_dir_option, json_option, seed_option, tokenizer_options, tokenizer_spec
 from corpora.textio import check_writable
 from corpora.accounting import format_report
 
-from .common import _check_tokenizer, _spec_from_options, _tokenizer_options, load_model, other_kind
+from .common import check_tokenizer, load_model, other_kind
 
 
 # ----------------------------------------------------------------------------- ppl / score
 def _prepare_text(model_path, text, split, data_dir, tokenizer, lower, normalize):
     lm = load_model(model_path)
-    spec = _spec_from_options(tokenizer, lower, normalize, base=None)
-    _check_tokenizer(lm, spec, model_path)
+    spec = tokenizer_spec(tokenizer, lower, normalize, base=None)
+    check_tokenizer(lm, spec, model_path)
     spec = spec or lm.vocab_.tokenizer
     from corpora.sources import read_text_source
 
@@ -37,7 +37,7 @@ def _prepare_text(model_path, text, split, data_dir, tokenizer, lower, normalize
 @click.option("--split", default="test", show_default=True, help="Split of a named corpus.")
 @data_dir_option
 @json_option
-@_tokenizer_options
+@tokenizer_options
 def ppl_cmd(model_path, text, split, data_dir, as_json, tokenizer, lower, normalize):
     """Perplexity of MODEL (n-gram, ARPA or neural checkpoint) on TEXT (file, '-', or corpus name)."""
     kind = other_kind(model_path)
@@ -75,7 +75,7 @@ def ppl_cmd(model_path, text, split, data_dir, as_json, tokenizer, lower, normal
 @click.option("--per-token", is_flag=True, help="One line per predicted token: token, log10 p, matched order, OOV.")
 @click.option("--split", default="test", show_default=True)
 @data_dir_option
-@_tokenizer_options
+@tokenizer_options
 def score_cmd(model_path, text, per_token, split, data_dir, tokenizer, lower, normalize):
     """Per-sentence (log10 prob, then the sentence) or per-token scores of TEXT."""
     import numpy as np

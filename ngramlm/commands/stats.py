@@ -6,12 +6,11 @@ stands below both model families.
 """
 from __future__ import annotations
 
-import json
 from typing import Optional
 
 import click
 
-from corpora.commands import _load, _parse_int, _pct, _table
+from corpora.console import load_named_corpus, parse_int, percent, text_table
 from corpora.options import data_dir_option, json_option
 
 
@@ -27,10 +26,10 @@ def stats_cmd(corpus_name: str, min_count: Optional[str], max_size: Optional[str
     """Corpus statistics per split, vocabulary and n-gram sparsity (default corpus: toy)."""
     from corpora.corpus import prepare
 
-    mc = _parse_int(min_count, "--min-count") or 1
-    ms = _parse_int(max_size, "--max-size")
-    max_order = _parse_int(order, "--order")
-    corpus = _load(corpus_name, data_dir=data_dir, tokenizer=None)
+    mc = parse_int(min_count, "--min-count") or 1
+    ms = parse_int(max_size, "--max-size")
+    max_order = parse_int(order, "--order")
+    corpus = load_named_corpus(corpus_name, data_dir=data_dir, tokenizer=None)
     ds = prepare(corpus, min_count=mc, max_size=ms)
     vocab = ds.vocab
     # --json: the same numbers for machines, and no table for people.
@@ -44,7 +43,7 @@ def stats_cmd(corpus_name: str, min_count: Optional[str], max_size: Optional[str
         enc = ds[split]
         oov, n = vocab.oov_count(sents)
         row = [split, f"{enc.n_sentences:,}", f"{enc.n_words:,}", f"{enc.n_tokens:,}", f"{oov:,}",
-               _pct(oov / n if n else 0.0)]
+               percent(oov / n if n else 0.0)]
         summary["splits"][split] = {"sentences": enc.n_sentences, "words": enc.n_words, "tokens": enc.n_tokens,
                                     "oovs": oov, "oov_rate": oov / n if n else 0.0,
                                     "true_ppl": (corpus.truth.get(split) or {}).get("perplexity")
@@ -54,12 +53,12 @@ def stats_cmd(corpus_name: str, min_count: Optional[str], max_size: Optional[str
             row.append(f"{t['perplexity']:.4f}" if "perplexity" in t else "-")
         rows.append(row)
     echo("per split (predicted tokens = words + one </s> per sentence):")
-    echo(_table(rows, header))
+    echo(text_table(rows, header))
     st = vocab.stats()
     summary["vocab"] = {"ids": len(vocab), "n_types": vocab.n_types, **st}
     echo(f"vocabulary: {vocab!r}")
     echo(f"  ids {len(vocab):,}; n_types {vocab.n_types:,}; train tokens {st['train_tokens']:,}, "
-         f"{st['train_tokens_mapped_to_unk']:,} mapped to {vocab.unk_token} ({_pct(st['train_unk_rate'])})")
+         f"{st['train_tokens_mapped_to_unk']:,} mapped to {vocab.unk_token} ({percent(st['train_unk_rate'])})")
     if has_truth:
         echo("true ppl: perplexity of the generating process on each split (per predicted token)")
         rate = next((t["entropy_rate_bits"] for t in corpus.truth.values()
@@ -76,7 +75,7 @@ def stats_cmd(corpus_name: str, min_count: Optional[str], max_size: Optional[str
         from ..sparsity import sparsity_table
 
         def of_possible(x: float) -> str:  # tiny at high orders: scientific below 0.01%
-            return _pct(x) if x >= 1e-4 else f"{100 * x:.1e}%"
+            return percent(x) if x >= 1e-4 else f"{100 * x:.1e}%"
 
         others = [s for s in ds.encoded if s != "train"]
         table = sparsity_table(ds["train"], {s: ds[s] for s in others}, vocab=vocab, max_order=max_order)
@@ -84,13 +83,13 @@ def stats_cmd(corpus_name: str, min_count: Optional[str], max_size: Optional[str
         rows = []
         for r in table:
             rows.append([str(r["order"]), f"{r['distinct_train']:,}", of_possible(r["coverage_of_possible"]),
-                         _pct(r["singleton_share"])] + [_pct(r["splits"][s]["unseen_share"]) for s in others])
+                         percent(r["singleton_share"])] + [percent(r["splits"][s]["unseen_share"]) for s in others])
         echo("n-gram sparsity (sentences as the models see them, <s> w1 .. wm </s>, n-grams never crossing one;\n"
              "  train types = distinct train n-grams ending in a predicted token, of V^n possible with "
              f"V = {vocab.n_types:,};\n"
              "  seen once = share of those types occurring once; unseen = share of predicted tokens whose n-gram,\n"
              "  shortened at the sentence start, never occurs in train):")
-        echo(_table(rows, ["n", "train types", "of V^n", "seen once"] + [f"{s} unseen" for s in others]))
+        echo(text_table(rows, ["n", "train types", "of V^n", "seen once"] + [f"{s} unseen" for s in others]))
     if as_json:
         import json
 

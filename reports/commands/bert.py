@@ -106,7 +106,7 @@ def pppl_summary(checkpoint, text: Optional[str] = None, *, split: str = "test",
         "seconds": round(seconds, 2), "caveat": PPPL_CAVEAT, "beside": [],
     }
     for other in beside:
-        from ngramlm.commands.infini import per_token_log10  # either family, by file content
+        from ..scoring import per_token_log10  # either family, by file content
 
         log10 = np.asarray(per_token_log10(str(other), sentences), dtype=np.float64)
         if len(log10) != len(is_eos):

@@ -199,7 +199,7 @@ class ParallelRun(RunBase):
                      f"alpha={best['alpha']} ({best['signature']})")
 
     def _bleu_cached(self, rid: str, settings: dict, model) -> dict:
-        from neural.commands.seq2seq import bleu_table
+        from neural.seq2seq.translate import bleu_table
 
         key = cache_key("bleu", settings, self.par.fingerprint)
         row = self.cache.get(key)
@@ -319,8 +319,8 @@ def translator_row(settings: dict, par, checkpoint: Path, *, log=None, warn=None
     from neural.checkpoint import best_path, load_model, training_seconds, load_checkpoint
     from neural.config import TrainConfig
     from neural.models import build_model
-    from neural.commands.seq2seq import conditional_ppl
     from neural.seq2seq.train import Seq2SeqTrainer
+    from neural.seq2seq.translate import conditional_ppl
 
     row = {"id": settings["model"], "family": "seq2seq", "model": settings["model"],
            "label": translator_label(settings), "order": None,
