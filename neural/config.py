@@ -42,6 +42,31 @@ def _check_recurrent(cfg) -> None:
     _probability("dropout", cfg.dropout, "--dropout")
 
 
+def _check_transformer(cfg, length: str, length_option: str) -> None:
+    """The fields the Transformer configs share (the LM's and the translator's): sizes, the longest input
+    (the field ``length``, set by ``length_option``), dropout, heads dividing the width, positions, attention."""
+    _positive("d_model", cfg.d_model, "--d-model")
+    _positive("n_layers", cfg.n_layers, "--layers")
+    _positive("n_heads", cfg.n_heads, "--heads")
+    _positive("d_ff", cfg.d_ff, "--d-ff")
+    _positive(length, getattr(cfg, length), length_option)
+    _probability("dropout", cfg.dropout, "--dropout")
+    if cfg.d_model % cfg.n_heads:
+        raise InputError(
+            f"--heads {cfg.n_heads} does not divide --d-model {cfg.d_model}: "
+            "each head gets d_model / n_heads dims",
+            fix=f"choose heads among the divisors of {cfg.d_model}, e.g. {_divisor_hint(cfg.d_model)}",
+        )
+    if cfg.positional not in ("sinusoidal", "learned"):
+        raise InputError(f"unknown positional encoding {cfg.positional!r}", fix="use sinusoidal or learned")
+    if cfg.attention not in ("sdpa", "scratch"):
+        raise InputError(f"unknown attention implementation {cfg.attention!r}", fix="use sdpa or scratch")
+
+
+def _divisor_hint(n: int) -> str:
+    return ", ".join(str(d) for d in range(1, min(n, 16) + 1) if n % d == 0)
+
+
 class _Config:
     """Shared helpers: plain-dict round trip that rejects unknown keys."""
 
@@ -126,26 +151,7 @@ class TransformerConfig(_Config):
 
     def validate(self) -> None:
         _positive("vocab_size", self.vocab_size, "a vocabulary with")
-        _positive("d_model", self.d_model, "--d-model")
-        _positive("n_layers", self.n_layers, "--layers")
-        _positive("n_heads", self.n_heads, "--heads")
-        _positive("d_ff", self.d_ff, "--d-ff")
-        _positive("block_size", self.block_size, "--block-size")
-        _probability("dropout", self.dropout, "--dropout")
-        if self.d_model % self.n_heads:
-            raise InputError(
-                f"--heads {self.n_heads} does not divide --d-model {self.d_model}: "
-                "each head gets d_model / n_heads dims",
-                fix=f"choose heads among the divisors of {self.d_model}, e.g. {_divisor_hint(self.d_model)}",
-            )
-        if self.positional not in ("sinusoidal", "learned"):
-            raise InputError(f"unknown positional encoding {self.positional!r}", fix="use sinusoidal or learned")
-        if self.attention not in ("sdpa", "scratch"):
-            raise InputError(f"unknown attention implementation {self.attention!r}", fix="use sdpa or scratch")
-
-
-def _divisor_hint(n: int) -> str:
-    return ", ".join(str(d) for d in range(1, min(n, 16) + 1) if n % d == 0)
+        _check_transformer(self, "block_size", "--block-size")
 
 
 @dataclass

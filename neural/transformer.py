@@ -19,7 +19,7 @@ the evaluator slides a window over long text.
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 import torch.nn.functional as F
@@ -44,11 +44,13 @@ def masked_softmax(scores: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
     return e / e.sum(dim=-1, keepdim=True)
 
 
-def scratch_attention(q, k, v, dropout: Optional[nn.Dropout] = None):
-    """q, k, v (B, H, T, d_head) -> (output (B, H, T, d_head), weights (B, H, T, T))."""
-    T = q.size(-2)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, T, T)
-    weights = masked_softmax(scores, causal_mask(T, q.device))
+def scratch_attention(q, k, v, dropout: Optional[nn.Dropout] = None, allowed: Optional[torch.Tensor] = None):
+    """q (B, H, T, d_head), k, v (B, H, S, d_head) -> (output (B, H, T, d_head), weights (B, H, T, S)).
+
+    ``allowed`` (bool, broadcast to (B, H, T, S)) is True where a query may look; None is the causal
+    mask of a sequence attending over itself (S = T)."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, T, S)
+    weights = masked_softmax(scores, causal_mask(q.size(-2), q.device) if allowed is None else allowed)
     attended = weights if dropout is None else dropout(weights)
     return attended @ v, weights
 
@@ -79,13 +81,17 @@ class CausalSelfAttention(nn.Module):
 
 
 class FeedForward(nn.Module):
-    def __init__(self, cfg: TransformerConfig) -> None:
+    """The position-wise feed-forward sublayer ``down(activation(up(x)))``, ``d_model -> d_ff -> d_model``:
+    GELU in the LM, ReLU in the translator (the original paper's)."""
+
+    def __init__(self, cfg, activation: Callable[[torch.Tensor], torch.Tensor] = F.gelu) -> None:
         super().__init__()
         self.up = nn.Linear(cfg.d_model, cfg.d_ff)
         self.down = nn.Linear(cfg.d_ff, cfg.d_model)
+        self.activation = activation
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down(F.gelu(self.up(x)))
+        return self.down(self.activation(self.up(x)))
 
 
 class Block(nn.Module):
@@ -102,6 +108,24 @@ class Block(nn.Module):
         x = x + self.drop(a)
         x = x + self.drop(self.ff(self.ln_ff(x)))
         return x, weights
+
+
+def init_weights(module: nn.Module) -> None:
+    """The Transformers' initialisation (GPT-2's), for ``model.apply``: linear and embedding weights
+    N(0, 0.02), linear biases 0."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, 0.0, 0.02)
+    if isinstance(module, nn.Linear) and module.bias is not None:
+        nn.init.zeros_(module.bias)
+
+
+def scale_residual_outputs(model: nn.Module, n_branches: int) -> None:
+    """Re-draw the weights that write into the residual stream (attention ``proj``, feed-forward ``down``)
+    from N(0, 0.02 / sqrt(n_branches)), ``n_branches`` being how many residual branches the stream adds up,
+    so that its variance does not grow with depth."""
+    for name, p in model.named_parameters():
+        if name.endswith(("attn.proj.weight", "ff.down.weight")):
+            nn.init.normal_(p, 0.0, 0.02 / math.sqrt(n_branches))
 
 
 def sinusoidal_table(n_positions: int, d: int) -> torch.Tensor:
@@ -132,20 +156,10 @@ class TransformerLM(LanguageModel):
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
         self.ln_out = nn.LayerNorm(d)
         self.decoder = nn.Linear(d, config.vocab_size)
-        self.apply(self._init)
-        # Scale the residual-branch outputs by depth so the stream's variance does not grow with n_layers.
-        for name, p in self.named_parameters():
-            if name.endswith(("attn.proj.weight", "ff.down.weight")):
-                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * config.n_layers))
+        self.apply(init_weights)
+        scale_residual_outputs(self, 2 * config.n_layers)
         if config.tie_weights:
             self.decoder.weight = self.embedding.weight
-
-    @staticmethod
-    def _init(module: nn.Module) -> None:
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, 0.0, 0.02)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            nn.init.zeros_(module.bias)
 
     def _positions(self, T: int) -> torch.Tensor:
         if self.config.positional == "learned":

@@ -34,7 +34,10 @@ SMOOTHER_COLOURS = ("#D55E00", "#E69F00", "#009E73", "#56B4E9", "#CC79A7", "#F0E
 matplotlib.rcParams["axes.prop_cycle"] = matplotlib.cycler(color=list(OKABE_ITO))
 
 
-def _png(fig) -> bytes:
+def _png(fig) -> Optional[bytes]:
+    """The figure as PNG bytes, and closed; None for None (a figure function with nothing to draw)."""
+    if fig is None:
+        return None
     buf = io.BytesIO()
     fig.tight_layout()
     # bbox "tight": a legend placed outside the axes (below or beside) is kept, never clipped.
@@ -85,13 +88,11 @@ def vwall_figure(results: dict):
 
 
 def vwall(results: dict) -> Optional[bytes]:
-    fig = vwall_figure(results)
-    return None if fig is None else _png(fig)
+    return _png(vwall_figure(results))
 
 
 def perplexity_by_order(results: dict) -> Optional[bytes]:
-    fig = perplexity_by_order_figure(results)
-    return None if fig is None else _png(fig)
+    return _png(perplexity_by_order_figure(results))
 
 
 def perplexity_by_order_figure(results: dict):
@@ -196,8 +197,7 @@ def count_spectrum(results: dict) -> Optional[bytes]:
 
 
 def learning_curves(results: dict) -> Optional[bytes]:
-    fig = learning_curves_figure(results)
-    return None if fig is None else _png(fig)
+    return _png(learning_curves_figure(results))
 
 
 def learning_curves_figure(results: dict):
@@ -231,8 +231,7 @@ def learning_curves_figure(results: dict):
 
 
 def interpolation(results: dict) -> Optional[bytes]:
-    fig = interpolation_figure(results)
-    return None if fig is None else _png(fig)
+    return _png(interpolation_figure(results))
 
 
 def interpolation_figure(results: dict):
@@ -253,8 +252,7 @@ def interpolation_figure(results: dict):
 
 
 def effective_n(results: dict) -> Optional[bytes]:
-    fig = effective_n_figure(results)
-    return None if fig is None else _png(fig)
+    return _png(effective_n_figure(results))
 
 
 def effective_n_figure(results: dict):
@@ -302,8 +300,7 @@ def attention_labels(att: dict) -> list:
 
 
 def attention_static(results: dict) -> Optional[bytes]:
-    fig = attention_static_figure(results)
-    return None if fig is None else _png(fig)
+    return _png(attention_static_figure(results))
 
 
 def attention_static_figure(results: dict):

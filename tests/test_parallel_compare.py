@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import random
 import subprocess
 
 import pytest
+
+from conftest import check_attention_rows, write_reversal_pairs
 
 pytest.importorskip("torch")
 pytest.importorskip("sacrebleu")
@@ -17,19 +18,9 @@ pytest.importorskip("jinja2")
 CHROMIUM = "/usr/bin/chromium"  # where CI installs it; without it the browser check is left out
 
 
-def _reversal_tsv(path, n=400, seed=0):
-    rng = random.Random(seed)
-    letters = "abcdefgh"
-    lines = []
-    for _ in range(n):
-        s = [rng.choice(letters) for _ in range(rng.randint(2, 5))]
-        lines.append(f"{' '.join(s)} .\t{' '.join(reversed(s))} !\tgenerated")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
+@pytest.mark.slow
 def test_compare_on_a_tsv_of_pairs_scores_every_model_on_the_same_target_tokens(run_cli, tmp_path):
-    tsv = _reversal_tsv(tmp_path / "rev.tsv")
+    tsv = write_reversal_pairs(tmp_path / "rev.tsv", n=400, seed=0)
     out = tmp_path / "cmp"
     code, stdout, err = run_cli("compare", str(tsv), "--quick", "--out", out, "--smoothers", "mkn,wb",
                                 "--neural", "lstm", "--beams", "1,3")
@@ -50,12 +41,7 @@ def test_compare_on_a_tsv_of_pairs_scores_every_model_on_the_same_target_tokens(
     assert grid == {(m, k, a) for m in ("seq2seq", "seq2seq-attn") for k, a in ((1, 0.0), (3, 0.0), (3, 0.7))}
     assert all("tok:none" in b["signature"] and 0.0 <= b["bleu"] <= 100.0 for b in res["bleu"])
     # Attention matrices: rows are the target tokens + </s>, columns the source tokens + </s>; each row sums to 1.
-    assert res["attention"]
-    for a in res["attention"]:
-        assert len(a["log_weights"]) == len(a["target"]) and a["target"][-1] == "</s>"
-        for row in a["log_weights"]:
-            assert len(row) == len(a["source"])
-            assert sum(math.exp(v) for v in row if v is not None) == pytest.approx(1.0, abs=1e-3)
+    check_attention_rows(res["attention"])
     md = (out / "report.md").read_text("utf-8")
     html = (out / "report.html").read_text("utf-8")
     assert "reads the source" in md and "| Seq2Seq + attention (tiny) | yes |" in md
@@ -79,7 +65,7 @@ def test_compare_on_a_tsv_of_pairs_scores_every_model_on_the_same_target_tokens(
 
 
 def test_bad_beams_and_options_that_do_not_apply_are_refused(run_cli, tmp_path):
-    tsv = _reversal_tsv(tmp_path / "rev.tsv", n=50)
+    tsv = write_reversal_pairs(tmp_path / "rev.tsv", n=50, seed=0)
     code, _, err = run_cli("compare", str(tsv), "--quick", "--out", tmp_path / "a", "--beams", "0,2")
     assert code == 2 and "--beams" in err
     code, _, err = run_cli("compare", str(tsv), "--quick", "--out", tmp_path / "b", "--tokenizer", "char")

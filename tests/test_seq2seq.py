@@ -17,11 +17,12 @@ from corpora.vocab import BOS_ID, EOS_ID, Vocab  # noqa: E402
 from neural.cells import fused_layer_to_scratch  # noqa: E402
 from neural.checkpoint import load_model, save_checkpoint  # noqa: E402
 from neural.config import Seq2SeqConfig, TrainConfig  # noqa: E402
-from neural.seq2seq.pairs import pair_batch, source_batch  # noqa: E402
+from neural.seq2seq.pairs import pair_batch  # noqa: E402
 from neural.seq2seq.rnn import BiRNNEncoder, Seq2Seq, reverse_padded  # noqa: E402
 from neural.seq2seq.train import Seq2SeqTrainer  # noqa: E402
 from neural.seq2seq.translate import (attention_for, beam_translate, corpus_bleu, greedy_translate, ids_to_text,
                                       score_pairs)
+from conftest import sequence_log_prob  # noqa: E402
 
 
 def config(**kw) -> Seq2SeqConfig:
@@ -103,17 +104,6 @@ def test_teacher_forcing_equals_step_by_step_decoding(attention):
     assert float(forced[:, :2].exp().sum()) == 0.0  # <pad> and <s> are never predicted
 
 
-def _sequence_log_prob(model, src, seq):
-    s, s_len = source_batch([src])
-    memory, state = model.encode(s, s_len)
-    prev, total = BOS_ID, 0.0
-    for tok in seq:
-        logp, state, _ = model.step(memory, torch.tensor([prev]), state)
-        total += float(logp[0, tok])
-        prev = tok
-    return total
-
-
 @pytest.mark.parametrize("alpha", [0.0, 0.75, 1.0])
 def test_beam_search_with_a_wide_beam_finds_the_brute_force_best(alpha):
     torch.manual_seed(3)
@@ -128,7 +118,7 @@ def test_beam_search_with_a_wide_beam_finds_the_brute_force_best(alpha):
                 continue  # </s> only last; without it, only a hypothesis cut at max_len is complete
             candidates.append(list(seq))
     with torch.no_grad():
-        scored = [(_sequence_log_prob(model, src, c), c) for c in candidates]
+        scored = [(sequence_log_prob(model, src, c), c) for c in candidates]
     best = max(scored, key=lambda lc: lc[0] / len(lc[1]) ** alpha)
     hyps = beam_translate(model, src, beam_size=len(tokens) ** max_len, max_len=max_len, alpha=alpha)
     assert hyps[0].ids == best[1]
@@ -165,6 +155,7 @@ def _reversal_data(n, rng):
     return pairs
 
 
+@pytest.mark.slow
 def test_reversal_task_is_learnt_with_anti_diagonal_attention_and_bleu_100(tmp_path):
     torch.manual_seed(0)
     rng = random.Random(0)

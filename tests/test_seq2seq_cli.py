@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 from pathlib import Path
 
 import pytest
@@ -12,24 +11,12 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("sacrebleu")
 
 
-@pytest.fixture
-def tsv(tmp_path):
-    rng = random.Random(1)
-    lines = []
-    for _ in range(300):
-        s = [rng.choice("abcdef") for _ in range(rng.randint(2, 4))]
-        lines.append(f"{' '.join(s)} .\t{' '.join(reversed(s))} !")
-    p = tmp_path / "pairs.tsv"
-    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return p
-
-
 SMALL = ["--emb-size", "16", "--hidden-size", "16", "--attn-size", "16", "--layers", "1", "--no-progress"]
 
 
-def test_train_ppl_translate_and_resume(run_cli, tsv, tmp_path):
+def test_train_ppl_translate_and_resume(run_cli, pairs_tsv, tmp_path):
     out = tmp_path / "m.pt"
-    code, stdout, err = run_cli("seq2seq", "train", str(tsv), *SMALL, "--epochs", "2", "-o", out, "--json")
+    code, stdout, err = run_cli("seq2seq", "train", str(pairs_tsv), *SMALL, "--epochs", "2", "-o", out, "--json")
     assert code == 0, err
     summary = json.loads(stdout)
     assert summary["architecture"] == "seq2seq-attn-gru" and summary["epochs"] == 2.0
@@ -56,8 +43,8 @@ def test_train_ppl_translate_and_resume(run_cli, tsv, tmp_path):
     assert json.loads(stdout)["epochs"] == 3.0 and "resuming" in err
 
 
-def test_bad_options_and_files(run_cli, tsv, tmp_path):
-    code, _, err = run_cli("seq2seq", "train", str(tsv), *SMALL, "--layers", "0", "-o", tmp_path / "x.pt")
+def test_bad_options_and_files(run_cli, pairs_tsv, tmp_path):
+    code, _, err = run_cli("seq2seq", "train", str(pairs_tsv), *SMALL, "--layers", "0", "-o", tmp_path / "x.pt")
     assert code == 2 and "--layers" in err and not (tmp_path / "x.pt").exists()
     bad = tmp_path / "bad.tsv"
     bad.write_text("a b\tc d\nno tab here\n", encoding="utf-8")

@@ -21,7 +21,7 @@ from corpora.vocab import BOS_ID, EOS_ID, Vocab  # noqa: E402
 from neural.checkpoint import load_model, save_checkpoint  # noqa: E402
 from neural.config import Seq2SeqConfig, TrainConfig  # noqa: E402
 from neural.models import build_model, model_name  # noqa: E402
-from neural.seq2seq.pairs import pair_batch, source_batch  # noqa: E402
+from neural.seq2seq.pairs import pair_batch  # noqa: E402
 from neural.seq2seq.rnn import Seq2Seq  # noqa: E402
 from neural.seq2seq.train import Seq2SeqTrainer  # noqa: E402
 from neural.seq2seq.transformer import (SEQ2SEQ_TRANSFORMER_PRESETS, SEQ2SEQ_TRANSFORMER_TRAIN, Seq2SeqTransformer,
@@ -29,6 +29,7 @@ from neural.seq2seq.transformer import (SEQ2SEQ_TRANSFORMER_PRESETS, SEQ2SEQ_TRA
                                         resolve_seq2seq_transformer_config)
 from neural.seq2seq.translate import (attention_for, attention_maps_for, beam_translate, corpus_bleu,
                                       greedy_translate, ids_to_text, sample_translate, score_pairs)
+from conftest import check_attention_rows, sequence_log_prob, write_reversal_pairs  # noqa: E402
 
 FRA_ENG = Path(os.environ.get("NGRAMLM_TEST_CORPORA", "../shared/corpora"))
 
@@ -157,17 +158,6 @@ def test_attention_rows_sum_to_one_for_all_three_kinds_and_masked_entries_are_ex
     assert np.allclose(attention_for(m, srcs[0], tgts[0]), one["cross"][-1].mean(axis=0), atol=1e-6)
 
 
-def _sequence_log_prob(m, src, seq):
-    s, s_len = source_batch([src])
-    memory, state = m.encode(s, s_len)
-    prev, total = BOS_ID, 0.0
-    for tok in seq:
-        logp, state, _ = m.step(memory, torch.tensor([prev]), state)
-        total += float(logp[0, tok])
-        prev = tok
-    return total
-
-
 @pytest.mark.parametrize("alpha", [0.0, 1.0])
 def test_greedy_equals_beam_one_and_a_wide_beam_finds_the_brute_force_best(alpha):
     m = model(6, vocab_size=6)  # predicted: </s>, <unk>, 2 words
@@ -176,7 +166,7 @@ def test_greedy_equals_beam_one_and_a_wide_beam_finds_the_brute_force_best(alpha
     candidates = [list(seq) for n in range(1, max_len + 1) for seq in itertools.product(tokens, repeat=n)
                   if EOS_ID not in seq[:-1] and (seq[-1] == EOS_ID or n == max_len)]
     with torch.no_grad():
-        scored = [(_sequence_log_prob(m, src, c), c) for c in candidates]
+        scored = [(sequence_log_prob(m, src, c), c) for c in candidates]
     best = max(scored, key=lambda lc: lc[0] / len(lc[1]) ** alpha)
     hyps = beam_translate(m, src, beam_size=len(tokens) ** max_len, max_len=max_len, alpha=alpha)
     assert hyps[0].ids == best[1] and math.isclose(hyps[0].log_prob, best[0], abs_tol=1e-5)
@@ -230,6 +220,7 @@ def _copy_data(n, rng):
     return [(s, list(s)) for s in ([rng.choice(letters) for _ in range(rng.randint(3, 8))] for _ in range(n))]
 
 
+@pytest.mark.slow
 def test_a_tiny_transformer_learns_to_copy_across_a_resumed_run(tmp_path):
     rng = random.Random(0)
     train, valid, test = _copy_data(2000, rng), _copy_data(100, rng), _copy_data(100, rng)
@@ -272,6 +263,7 @@ def _teacher_forced_text(m, vocab, src, tgt) -> list:
     return [" ".join(vocab.lookup_token(int(i)) for i in pred[b][real[b]][:-1]) for b in range(len(src))]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (FRA_ENG / "fra-eng" / "fra-eng.tsv").exists(),
                     reason="real corpora not found: fra-eng (set NGRAMLM_TEST_CORPORA)")
 def test_exposure_bias_on_fra_eng_teacher_forced_bleu_beats_free_running():
@@ -296,21 +288,9 @@ def test_exposure_bias_on_fra_eng_teacher_forced_bleu_beats_free_running():
 
 
 # ---------------------------------------------------------------------------- the CLI and compare
-@pytest.fixture
-def tsv(tmp_path):
-    rng = random.Random(1)
-    lines = []
-    for _ in range(300):
-        s = [rng.choice("abcdef") for _ in range(rng.randint(2, 4))]
-        lines.append(f"{' '.join(s)} .\t{' '.join(reversed(s))} !")
-    p = tmp_path / "pairs.tsv"
-    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return p
-
-
-def test_cli_trains_scores_and_translates_with_the_transformer(run_cli, tsv, tmp_path):
+def test_cli_trains_scores_and_translates_with_the_transformer(run_cli, pairs_tsv, tmp_path):
     out = tmp_path / "t.pt"
-    code, stdout, err = run_cli("seq2seq", "train", str(tsv), "--arch", "transformer", "--size", "tiny",
+    code, stdout, err = run_cli("seq2seq", "train", str(pairs_tsv), "--arch", "transformer", "--size", "tiny",
                                 "--d-model", "16", "--epochs", "2", "--no-progress", "-o", out, "--json")
     assert code == 0, err
     summary = json.loads(stdout)
@@ -335,25 +315,20 @@ def test_cli_trains_scores_and_translates_with_the_transformer(run_cli, tsv, tmp
     assert code == 0 and json.loads(stdout)["epochs"] == 3.0, err
 
 
-def test_cli_refuses_options_of_the_other_architecture(run_cli, tsv, tmp_path):
-    code, _, err = run_cli("seq2seq", "train", str(tsv), "--arch", "transformer", "--cell", "lstm", "--no-attention",
-                           "-o", tmp_path / "a.pt")
+def test_cli_refuses_options_of_the_other_architecture(run_cli, pairs_tsv, tmp_path):
+    code, _, err = run_cli("seq2seq", "train", str(pairs_tsv), "--arch", "transformer", "--cell", "lstm",
+                           "--no-attention", "-o", tmp_path / "a.pt")
     assert code == 2 and "--cell, --no-attention do not apply to --arch transformer" in err
-    code, _, err = run_cli("seq2seq", "train", str(tsv), "--d-model", "64", "-o", tmp_path / "b.pt")
+    code, _, err = run_cli("seq2seq", "train", str(pairs_tsv), "--d-model", "64", "-o", tmp_path / "b.pt")
     assert code == 2 and "--d-model does not apply to --arch rnn" in err and "--arch transformer" in err
-    code, _, err = run_cli("seq2seq", "train", str(tsv), "--arch", "transformer", "--d-model", "30", "--heads", "4",
-                           "-o", tmp_path / "c.pt")
+    code, _, err = run_cli("seq2seq", "train", str(pairs_tsv), "--arch", "transformer", "--d-model", "30",
+                           "--heads", "4", "-o", tmp_path / "c.pt")
     assert code == 2 and "--heads 4 does not divide --d-model 30" in err and not (tmp_path / "c.pt").exists()
 
 
+@pytest.mark.slow
 def test_compare_trains_the_transformer_translator_when_neural_lists_transformer(run_cli, tmp_path):
-    rng = random.Random(0)
-    lines = []
-    for _ in range(300):
-        s = [rng.choice("abcdefgh") for _ in range(rng.randint(2, 5))]
-        lines.append(f"{' '.join(s)} .\t{' '.join(reversed(s))} !\tgenerated")
-    tsv = tmp_path / "rev.tsv"
-    tsv.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tsv = write_reversal_pairs(tmp_path / "rev.tsv", n=300, seed=0)
     out = tmp_path / "cmp"
     code, stdout, err = run_cli("compare", str(tsv), "--quick", "--out", out, "--smoothers", "mkn",
                                 "--neural", "transformer", "--beams", "1,2")
@@ -369,11 +344,7 @@ def test_compare_trains_the_transformer_translator_when_neural_lists_transformer
     kinds = [(a["model"], a["kind"]) for a in res["attention"]]
     assert kinds.count(("seq2seq-attn", "cross")) == kinds.count(("seq2seq-transformer", "cross")) == 6
     assert kinds.count(("seq2seq-transformer", "encoder")) == kinds.count(("seq2seq-transformer", "decoder")) == 2
-    for a in res["attention"]:
-        assert len(a["log_weights"]) == len(a["target"]) and a["target"][-1] == "</s>"
-        for row_w in a["log_weights"]:
-            assert len(row_w) == len(a["source"])
-            assert sum(math.exp(v) for v in row_w if v is not None) == pytest.approx(1.0, abs=1e-3)
+    check_attention_rows(res["attention"])
     md = (out / "report.md").read_text("utf-8")
     html = (out / "report.html").read_text("utf-8")
     assert "| Transformer encoder-decoder (tiny) | yes |" in md and "seq2seq-transformer" in md

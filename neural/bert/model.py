@@ -53,6 +53,7 @@ from corpora.errors import InputError
 from corpora.vocab import PAD_ID, UNK_ID
 
 from ..config import _Config, _positive, _probability
+from ..transformer import init_weights
 
 # The predicted ids are <unk> and the words: ids 3 .. V-1 (never <pad>, <s>, </s> or BERT's specials).
 FIRST_WORD = UNK_ID
@@ -212,14 +213,7 @@ class BertLM(nn.Module):
         # NSP head on [CLS]: BERT's pooler (dense + tanh) and a 2-way classifier.
         self.pooler = nn.Linear(d, d)
         self.nsp = nn.Linear(d, 2)
-        self.apply(self._init)
-
-    @staticmethod
-    def _init(module: nn.Module) -> None:
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, 0.0, 0.02)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            nn.init.zeros_(module.bias)
+        self.apply(init_weights)
 
     # ------------------------------------------------------------------ encoder
     def encode(self, ids: torch.Tensor, segments: Optional[torch.Tensor] = None) -> torch.Tensor:

@@ -50,9 +50,9 @@ from torch import nn
 from corpora.errors import InputError
 
 from ..base import LanguageModel
-from ..config import SEQ2SEQ_TRAIN, Seq2SeqConfig, _Config, _divisor_hint, _positive, _probability
+from ..config import SEQ2SEQ_TRAIN, Seq2SeqConfig, _Config, _check_transformer, _positive
 from .rnn import Seq2Seq, length_mask
-from ..transformer import masked_softmax, sinusoidal_table
+from ..transformer import FeedForward, init_weights, scale_residual_outputs, scratch_attention, sinusoidal_table
 
 
 # ---------------------------------------------------------------------------- config
@@ -80,23 +80,9 @@ class Seq2SeqTransformerConfig(_Config):
         if self.arch != "transformer":
             raise InputError(f"a Transformer translator's arch must be 'transformer', got {self.arch!r}",
                              fix="build a GRU translator from a Seq2SeqConfig instead")
-        _positive("d_model", self.d_model, "--d-model")
-        _positive("n_heads", self.n_heads, "--heads")
-        _positive("n_layers", self.n_layers, "--layers")
-        _positive("d_ff", self.d_ff, "--d-ff")
-        _positive("max_len", self.max_len, "max_len")
-        _probability("dropout", self.dropout, "--dropout")
-        if self.d_model % self.n_heads:
-            raise InputError(
-                f"--heads {self.n_heads} does not divide --d-model {self.d_model}: "
-                "each head gets d_model / n_heads dims",
-                fix=f"choose heads among the divisors of {self.d_model}, e.g. {_divisor_hint(self.d_model)}")
-        if self.positional not in ("sinusoidal", "learned"):
-            raise InputError(f"unknown positional encoding {self.positional!r}", fix="use sinusoidal or learned")
+        _check_transformer(self, "max_len", "max_len")
         if self.norm not in ("pre", "post"):
             raise InputError(f"unknown layer-norm placement {self.norm!r}", fix="use pre or post")
-        if self.attention not in ("sdpa", "scratch"):
-            raise InputError(f"unknown attention implementation {self.attention!r}", fix="use sdpa or scratch")
 
 
 # Sized for this 2-core CPU: tiny for tests, small for `compare` (its default size), default for
@@ -160,21 +146,9 @@ class MultiHeadAttention(nn.Module):
                                                dropout_p=self.p_drop if self.training else 0.0)
             weights = None
         else:
-            scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, T, S)
-            weights = masked_softmax(scores, allowed)
-            y = self.attn_drop(weights) @ v
+            y, weights = scratch_attention(q, k, v, self.attn_drop, allowed)
         B, H, T, dh = y.shape
         return self.proj(y.transpose(1, 2).reshape(B, T, H * dh)), weights
-
-
-class FeedForward(nn.Module):
-    def __init__(self, cfg: Seq2SeqTransformerConfig) -> None:
-        super().__init__()
-        self.up = nn.Linear(cfg.d_model, cfg.d_ff)
-        self.down = nn.Linear(cfg.d_ff, cfg.d_model)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down(F.relu(self.up(x)))
 
 
 class _Sublayers(nn.Module):
@@ -198,7 +172,7 @@ class EncoderLayer(_Sublayers):
     def __init__(self, cfg: Seq2SeqTransformerConfig) -> None:
         super().__init__(cfg)
         self.ln_self, self.self_attn = nn.LayerNorm(cfg.d_model), MultiHeadAttention(cfg)
-        self.ln_ff, self.ff = nn.LayerNorm(cfg.d_model), FeedForward(cfg)
+        self.ln_ff, self.ff = nn.LayerNorm(cfg.d_model), FeedForward(cfg, F.relu)
 
     def forward(self, x: torch.Tensor, allowed: torch.Tensor, need_weights: bool = False) -> tuple:
         h = self.inp(x, self.ln_self)
@@ -212,7 +186,7 @@ class DecoderLayer(_Sublayers):
         super().__init__(cfg)
         self.ln_self, self.self_attn = nn.LayerNorm(cfg.d_model), MultiHeadAttention(cfg)
         self.ln_cross, self.cross_attn = nn.LayerNorm(cfg.d_model), MultiHeadAttention(cfg)
-        self.ln_ff, self.ff = nn.LayerNorm(cfg.d_model), FeedForward(cfg)
+        self.ln_ff, self.ff = nn.LayerNorm(cfg.d_model), FeedForward(cfg, F.relu)
 
     def forward(self, y: torch.Tensor, past: tuple, memory_kv: tuple, src_allowed: torch.Tensor,
                 need_weights: bool = False) -> tuple:
@@ -266,20 +240,11 @@ class Seq2SeqTransformer(LanguageModel):
         self.ln_enc = nn.LayerNorm(d) if pre else nn.Identity()
         self.ln_dec = nn.LayerNorm(d) if pre else nn.Identity()
         self.decoder = nn.Linear(d, config.vocab_size)  # the output layer (LanguageModel.output)
-        self.apply(self._init)
-        for name, p in self.named_parameters():  # residual-branch outputs scaled by depth (as TransformerLM)
-            if name.endswith(("attn.proj.weight", "ff.down.weight")):
-                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(3 * config.n_layers))
+        self.apply(init_weights)
+        scale_residual_outputs(self, 3 * config.n_layers)  # as TransformerLM, over 3 x n_layers branches
         if config.tie_weights:
             self.decoder.weight = self.embedding.weight
         self.src_vocab = None  # the source Vocab, attached by whoever builds or loads the model
-
-    @staticmethod
-    def _init(module: nn.Module) -> None:
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, 0.0, 0.02)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            nn.init.zeros_(module.bias)
 
     def _embed(self, ids: torch.Tensor, table: nn.Embedding, pos: Optional[nn.Embedding], start: int = 0):
         """Token embeddings + positions ``start .. start+L-1``, dropped out: (B, L, d)."""
