@@ -62,8 +62,8 @@ def test_generate_spells_counts_like_neural_generate(run_cli, tmp_path):
     code, out, _ = run_cli("generate", model, "-n", "3", "--max-len", "5", "--seed", "4")
     assert code == 0 and len(out.strip().splitlines()) == 3
     assert all(len(line.split()) <= 5 for line in out.strip().splitlines())
-    code, old, _ = run_cli("generate", model, "--sentences", "3", "--num-words", "5", "--seed", "4")
-    assert code == 0 and old == out  # the old spellings still work, with the same meaning
+    code, _, err = run_cli("generate", model, "--sentences", "3")  # an earlier version's spelling: gone
+    assert code == 2 and "No such option" in err
 
 
 def test_json_summaries(run_cli, tmp_path):

@@ -28,8 +28,8 @@ def test_train_ppl_score_generate_on_a_file(run_cli, small, tmp_path):
     assert f"ppl= {lm.perplexity_report(enc).ppl:.2f} " in out  # human output: 2 decimals (--json has all)
     code, out, _ = run_cli("score", model, small, "--per-token")
     assert code == 0 and out.splitlines()[0].startswith("the\t")
-    code, out, _ = run_cli("generate", model, "--seed", "3", "--sentences", "2")
-    code2, out2, _ = run_cli("generate", model, "--seed", "3", "--sentences", "2")
+    code, out, _ = run_cli("generate", model, "--seed", "3", "-n", "2")
+    code2, out2, _ = run_cli("generate", model, "--seed", "3", "-n", "2")
     assert code == 0 and out == out2 and out.strip()
 
 

@@ -106,13 +106,9 @@ def score_cmd(model_path, text, per_token, split, data_dir, tokenizer, lower, no
 @click.option("--temperature", type=float, default=1.0, show_default=True)
 @seed_option(default=0, help="Seed of the sampler.")
 # The spellings of earlier versions, kept working (`neural generate` uses --max-len and -n/--num).
-@click.option("--num-words", "num_words_old", type=int, default=None, hidden=True)
-@click.option("--sentences", "sentences_old", type=int, default=None, hidden=True)
-def generate_cmd(model_path, max_len, num, prompt, temperature, seed, num_words_old, sentences_old):
+def generate_cmd(model_path, max_len, num, prompt, temperature, seed):
     """Sample text from MODEL (n-gram, ARPA or neural checkpoint).  A checkpoint samples as
     `ngramlm neural generate --strategy sample` does (which also offers greedy and beam search)."""
-    max_len = num_words_old if num_words_old is not None else max_len
-    num = sentences_old if sentences_old is not None else num
     kind = other_kind(model_path)
     if kind is not None:
         for line in kind.sample(model_path, prompt, max_len, num, temperature, seed):
