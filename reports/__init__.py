@@ -8,7 +8,7 @@
 * :mod:`reports.experiments.neural_part` budgeted neural training, per-token scores, attention (torch);
 * :mod:`reports.experiments.analysis`   interpolation, normalisation (bits per char / word), the floor, the passage;
 * :mod:`reports.experiments.result_cache`      per-model results keyed by a hash of settings + corpus;
-* :mod:`reports.plots`, :mod:`reports.render.report`, :mod:`reports.render.templates`  report.md and report.html.
+* :mod:`reports.plots`, :mod:`reports.render.report` (its templates: package files)  report.md and report.html.
 
 ``ngramlm report DIR`` re-renders the reports from ``DIR/results.json`` alone.
 """

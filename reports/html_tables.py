@@ -1,19 +1,22 @@
-"""What every table of an HTML report gets: sorting by a click on a column's header, and a CSV file
-beside the report with the same rows (``tables/<id>.csv``), linked under the table.
+"""The tables of the HTML reports: each one a list of rows that both its HTML and its CSV file beside the
+report (``tables/<id>.csv``, linked under the table) are written from, and the script that sorts a table
+by a click on a column's header.
 
-The CSVs are read back from the rendered HTML, so they hold exactly the rows a reader sees; a cell
-with a ``data-v`` attribute (the raw number behind "112.28 ★" or "1.52k") gives that value instead of
-its text, so a spreadsheet gets numbers.
+A cell holds what a reader sees as plain text, its markup when it has some (a bold value, a note under
+it), and the raw number behind the text when there is one (``data-v``: "112.28 ★" or "1.52k" shown,
+112.2831 sorted on and written to the CSV, so a spreadsheet gets numbers).
 """
 from __future__ import annotations
 
 import csv
 import io
 import re
-from html.parser import HTMLParser
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 import markupsafe
+from markupsafe import Markup, escape
 
 from corpora.textio import atomic_write_text
 
@@ -75,80 +78,118 @@ SORT_JS = markupsafe.Markup(r"""
 """)
 
 
-class _Tables(HTMLParser):
-    """The rows of every <table> of a page, in order: ``[(id or None, [[cell, ...], ...]), ...]``."""
+_NO_VALUE = object()  # a cell without a data-v attribute (None or "" write an empty one)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of a table: ``text`` as a reader sees it (plain), its ``html`` when it has markup (else the
+    escaped text), the raw ``value`` behind it (``data-v``), its ``cls`` and ``title`` attributes."""
+
+    text: str
+    html: Optional[Markup] = None
+    value: object = _NO_VALUE
+    cls: Optional[str] = None
+    title: Optional[str] = None
+
+    def csv(self) -> str:
+        """The CSV's cell: the raw value when there is one, else the text (whitespace collapsed, no ★)."""
+        if self.value is not _NO_VALUE and str(self.value) != "":
+            return str(self.value)
+        return re.sub(r"\s+", " ", str(self.text)).replace("★", "").strip()
+
+    def markup(self, tag: str, bare_class: bool = False) -> str:
+        attrs = ""
+        if self.cls is not None:
+            attrs += f" class={escape(self.cls)}" if bare_class else f' class="{escape(self.cls)}"'
+        if self.value is not _NO_VALUE:
+            attrs += f' data-v="{escape(self.value)}"'
+        if self.title is not None:
+            attrs += f' title="{escape(self.title)}"'
+        inner = self.html if self.html is not None else escape(self.text)
+        return f"<{tag}{attrs}>{inner}</{tag}>"
+
+
+def bold(text, **attrs) -> Cell:
+    """A cell whose text is bold."""
+    return Cell(str(text), Markup("<b>{}</b>").format(text), **attrs)
+
+
+@dataclass
+class Row:
+    """A row of cells, with its ``<tr>`` attributes (``cls``; ``attrs``: more, e.g. a data flag)."""
+
+    cells: list
+    cls: Optional[str] = None
+    attrs: dict = field(default_factory=dict)
+
+    def markup(self, tag: str, bare_class: bool = False) -> str:
+        attrs = "" if self.cls is None else f' class="{escape(self.cls)}"'
+        attrs += "".join(f' {k}="{escape(v)}"' for k, v in self.attrs.items())
+        return f"<tr{attrs}>" + "".join(c.markup(tag, bare_class) for c in self.cells) + "</tr>"
+
+
+# Where each kind of table puts its newlines, <thead> and <tbody> (the reports' pages keep their bytes):
+# the markup before the body rows (``{a}``: the table's attributes, ``{h}``: the header row) and after.
+LAYOUTS = {
+    "plain": ("<table{a}>\n{h}\n", "</table>"),
+    "inline": ("<table{a}>{h}\n", "</table>"),
+    "head": ("<table{a}>\n<thead>{h}</thead>\n", "</table>"),
+    "body": ("<table{a}>\n<thead>{h}</thead>\n<tbody>\n", "</tbody>\n</table>"),
+    "compact": ("<table{a}><thead>{h}</thead><tbody>\n", "</tbody></table>"),
+}
+
+
+@dataclass
+class Table:
+    """A table of a report: a header row and body rows, from which :meth:`html` writes its markup (and the
+    link to its CSV file) and :meth:`csv` its CSV.  A table without an ``id`` is layout: no CSV."""
+
+    id: Optional[str]
+    header: list  # Cell or str per column
+    rows: list  # Row per body row
+    cls: Optional[str] = None
+    layout: str = "plain"
+    bare_class: bool = False  # class=n instead of class="n" in the cells (the ladder page's markup)
+
+    def _header(self) -> Row:
+        return Row([c if isinstance(c, Cell) else Cell(c) for c in self.header])
+
+    def html(self) -> Markup:
+        """The table's markup, each body row on its line, and the link to its CSV under it."""
+        attrs = "" if self.id is None else f' id="{escape(self.id)}"'
+        attrs += "" if self.cls is None else f' class="{escape(self.cls)}"'
+        before, after = LAYOUTS[self.layout]
+        out = before.format(a=attrs, h=self._header().markup("th")) + \
+            "".join(r.markup("td", self.bare_class) + "\n" for r in self.rows) + after
+        if self.id is not None:
+            out += f'\n<p class="csv"><a href="{FOLDER}/{self.id}.csv" download>CSV</a></p>'
+        return Markup(out)
+
+    def csv(self) -> str:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows(
+            [[c.csv() for c in row.cells] for row in [self._header(), *self.rows]])
+        return buf.getvalue()
+
+
+class Tables:
+    """The tables one page shows, in order: ``{{ table(t) }}`` in a template writes ``t`` and keeps it,
+    :meth:`write_csvs` then writes their CSV files."""
 
     def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tables: list = []
-        self._cell = None
-        self._row = None
-        self._skip = 0  # inside <script>/<style>
+        self.shown: list = []
 
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        if tag in ("script", "style"):
-            self._skip += 1
-        elif tag == "table":
-            self.tables.append((a.get("id"), []))
-        elif tag == "tr" and self.tables:
-            self._row = []
-            self.tables[-1][1].append(self._row)
-        elif tag in ("td", "th") and self._row is not None:
-            self._cell = {"text": [], "v": a.get("data-v")}
-        elif tag == "br" and self._cell is not None:
-            self._cell["text"].append(" ")
+    def __call__(self, table: Table) -> Markup:
+        self.shown.append(table)
+        return table.html()
 
-    def handle_endtag(self, tag):
-        if tag in ("script", "style"):
-            self._skip -= 1
-        elif tag in ("td", "th") and self._cell is not None:
-            v = self._cell["v"]
-            text = re.sub(r"\s+", " ", "".join(self._cell["text"])).replace("★", "").strip()
-            self._row.append(v if v not in (None, "") else text)
-            self._cell = None
-        elif tag == "tr":
-            self._row = None
-
-    def handle_data(self, data):
-        if self._cell is not None and not self._skip:
-            self._cell["text"].append(data)
-
-
-def table_csvs(html: str) -> dict:
-    """``{table id: CSV text}`` for each table of ``html`` with an id (tables without one are layout)."""
-    parser = _Tables()
-    parser.feed(html)
-    out = {}
-    for tid, rows in parser.tables:
-        if not tid or not rows:
-            continue
-        buf = io.StringIO()
-        csv.writer(buf, lineterminator="\n").writerows(rows)
-        out[tid] = buf.getvalue()
-    return out
-
-
-def add_csv_links(html: str, out: Path) -> tuple[str, list]:
-    """Write ``out/tables/<id>.csv`` for every table of ``html`` with an id, and link each under its
-    table; returns the new HTML and the files written."""
-    csvs = table_csvs(html)
-    written = []
-    for tid, text in csvs.items():
-        path = Path(out) / FOLDER / f"{tid}.csv"
-        atomic_write_text(path, text)
-        written.append(path)
-
-    # After each table's end: the link (tables are not nested in these reports).
-    pieces, pos = [], 0
-    for m in re.finditer(r'<table\b[^>]*\bid="([^"]+)"', html):
-        tid = m.group(1)
-        end = html.find("</table>", m.end())
-        if tid not in csvs or end < 0:
-            continue
-        end += len("</table>")
-        pieces.append(html[pos:end])
-        pieces.append(f'\n<p class="csv"><a href="{FOLDER}/{tid}.csv" download>CSV</a></p>')
-        pos = end
-    pieces.append(html[pos:])
-    return "".join(pieces), written
+    def write_csvs(self, out: Path) -> list:
+        """Write ``out/tables/<id>.csv`` for each table shown with an id; returns the files written."""
+        by_id = {t.id: t for t in self.shown if t.id is not None}  # an id shown twice: its last table
+        written = []
+        for tid, table in by_id.items():
+            path = Path(out) / FOLDER / f"{tid}.csv"
+            atomic_write_text(path, table.csv())
+            written.append(path)
+        return written

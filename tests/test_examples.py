@@ -56,6 +56,10 @@ def test_an_example_is_what_report_renders_from_its_results(example, tmp_path, r
     assert _without_images(copy / "report.html") == _without_images(example / "report.html"), \
         f"{example.name}/report.html {stale}"
     assert sorted(p.name for p in (copy / "plots").iterdir()) == sorted(p.name for p in (example / "plots").iterdir())
+    # The CSV file beside each table: the same files, the same bytes.
+    assert sorted(p.name for p in (copy / "tables").iterdir()) == sorted(p.name for p in (example / "tables").iterdir())
+    for p in (example / "tables").iterdir():
+        assert (copy / "tables" / p.name).read_bytes() == p.read_bytes(), f"{example.name}/tables/{p.name} {stale}"
 
 
 # Clicks the header of every numeric column of every sortable table and checks the body rows come out in

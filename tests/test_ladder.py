@@ -224,6 +224,7 @@ def test_nt_averaging_writes_the_averaged_weights_to_the_best_checkpoint_and_res
 
 
 # ---------------------------------------------------------------------------- the ladder
+@pytest.mark.slow
 def test_the_ladder_end_to_end_on_a_small_corpus(tmp_path):
     from neural.training.trainer import Trainer
     from reports.experiments.ladder import LadderOptions, run_ladder

@@ -66,6 +66,7 @@ def test_every_column_of_the_results_table_has_a_header(toy, tmp_path):
     assert ths and all(re.sub(r"<[^>]+>", "", th).strip() for th in ths)
 
 
+@pytest.mark.slow
 def test_the_family_colours_have_a_legend(toy, tmp_path):
     _, html = _render(toy, tmp_path / "r")
     for fam, name in (("ngram", "n-gram"), ("neural", "neural"), ("interpolated", "interpolated"), ("infini", "∞-gram")):
@@ -75,6 +76,7 @@ def test_the_family_colours_have_a_legend(toy, tmp_path):
     assert [r[1] for r in _md_table(md, "model")[1:]].count("neural") == 2  # the family is a column in Markdown
 
 
+@pytest.mark.slow
 def test_above_the_floor_appears_only_where_there_is_a_floor(toy, tmp_path):
     md, html = _render(toy, tmp_path / "toy")
     assert "above the floor" in _md_table(md, "model")[0]
@@ -154,6 +156,26 @@ def test_a_csv_beside_each_table(toy, tmp_path):
     # raw numbers (data-v), not "68.35 ★"
     test = json.loads(TOY.read_text())["neural"][0]["test"]["ppl"]
     assert float(lstm[header.index("test ppl 95 % CI")]) == pytest.approx(test)
+
+
+def test_a_table_writes_its_html_and_its_csv_from_the_same_cells():
+    """One row list gives both: the CSV holds the raw number where a cell has one (not "112.28 ★"), else
+    the text a reader sees (markup dropped, a line break a space); the HTML escapes the text."""
+    from markupsafe import Markup
+
+    from reports.html_tables import Cell, Row, Table
+
+    t = Table("t", ["model", Cell("test ppl 95 % CI", Markup('test ppl<br><span class="ci">95 % CI</span>'))], [
+        Row([Cell("a <b> & c"), Cell("112.28 ★ 100.1–120.2", Markup("112.28 ★<br>100.1–120.2"), value=112.2831,
+                                       cls="num best")], cls="ngram"),
+        Row([Cell("d"), Cell("∞", value="", cls="num")], attrs={"data-undertrained": "1"})], layout="body")
+    assert t.csv() == "model,test ppl 95 % CI\na <b> & c,112.2831\nd,∞\n"
+    assert str(t.html()) == (
+        '<table id="t">\n<thead><tr><th>model</th><th>test ppl<br><span class="ci">95 % CI</span></th></tr></thead>\n'
+        '<tbody>\n<tr class="ngram"><td>a &lt;b&gt; &amp; c</td><td class="num best" data-v="112.2831">112.28 ★<br>'
+        '100.1–120.2</td></tr>\n<tr data-undertrained="1"><td>d</td><td class="num" data-v="">∞</td></tr>\n'
+        '</tbody>\n</table>\n<p class="csv"><a href="tables/t.csv" download>CSV</a></p>')
+    assert "csv" not in str(Table(None, ["x"], [Row([Cell("1")])]).html())  # no id: layout, no CSV
 
 
 # ---------------------------------------------------------------------------- the figures
@@ -264,6 +286,7 @@ def test_the_attention_map_has_a_colour_scale_and_says_what_its_axes_are(toy):
         plt.close("all")
 
 
+@pytest.mark.slow
 def test_training_curves_and_zipf_are_drawn(toy, tmp_path):
     md, html = _render(toy, tmp_path / "r")
     assert 'id="plot-training"' in html and 'id="plot-zipf"' in html

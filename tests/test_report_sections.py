@@ -3,6 +3,7 @@ registration -- computed in the run, written to results.json, numbered and rende
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 
@@ -67,6 +68,7 @@ def test_each_section_renders_from_an_empty_results_file(name):
     assert isinstance(ctx, dict) and ctx
 
 
+@pytest.mark.slow
 def test_the_pruning_section_is_a_perplexity_against_size_curve(tmp_path, run_cli):
     """compare prunes the best back-off model to 50, 10 and 1 % of its n-grams: each at most that many,
     perplexity rising and the KenLM trie shrinking as it goes; --no-prune-curve leaves it out."""
@@ -93,14 +95,18 @@ def test_the_pruning_section_is_a_perplexity_against_size_curve(tmp_path, run_cl
     assert "Not run: it needs" in (out2 / "report.md").read_text()
 
 
-def test_the_tokenizations_section_compares_in_bits_per_byte(tmp_path, run_cli):
-    import random
-
-    pytest.importorskip("tokenizers")
-    r = random.Random(2)
+def _market_text(path, *, seed: int, n_lines: int):
+    """``n_lines`` seeded lines of 4 to 12 words from a 12-word vocabulary: a corpus every tokenization reads."""
+    r = random.Random(seed)
     words = "the market said company shares report investors trading stock prices rose fell".split()
-    f = tmp_path / "t.txt"
-    f.write_text("\n".join(" ".join(r.choice(words) for _ in range(r.randint(4, 12))) for _ in range(400)) + "\n")
+    lines = (" ".join(r.choice(words) for _ in range(r.randint(4, 12))) for _ in range(n_lines))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_the_tokenizations_section_compares_in_bits_per_byte(tmp_path, run_cli):
+    pytest.importorskip("tokenizers")
+    f = _market_text(tmp_path / "t.txt", seed=2, n_lines=400)
     out = tmp_path / "run"
     code, _, err = run_cli("compare", f, "--neural", "none", "--max-order", "3", "--smoothers", "wb,mkn",
                            "--curve-smoother", "wb", "--curve", "100%", "--tokenizers", "word,char,bpe:40", "-o", out)
@@ -128,13 +134,9 @@ def test_every_neural_family_on_the_chosen_tokenizations_ranked_by_bits_per_byte
     """--neural trains on each tokenization of --neural-tokenizers (the corpus's own: the table's model), and
     the ranking table orders every family on every tokenization by bits per byte with an interval."""
     import math
-    import random
 
     pytest.importorskip("torch")
-    r = random.Random(3)
-    words = "the market said company shares report investors trading stock prices rose fell".split()
-    f = tmp_path / "t.txt"
-    f.write_text("\n".join(" ".join(r.choice(words) for _ in range(r.randint(4, 12))) for _ in range(300)) + "\n")
+    f = _market_text(tmp_path / "t.txt", seed=3, n_lines=300)
     out = tmp_path / "run"
     code, _, err = run_cli("compare", f, "--neural", "lstm", "--neural-size", "tiny", "--neural-epochs", "1",
                            "--max-order", "2", "--smoothers", "mkn", "--curve", "none", "--tokenizers", "word,char",
@@ -167,6 +169,7 @@ def test_tokenizers_are_checked_before_anything_runs(tmp_path, run_cli):
     assert code == 2 and "does not apply to the toy corpus" in err
 
 
+@pytest.mark.slow
 def test_a_learning_curve_never_contradicts_the_table_silently(tmp_path, run_cli):
     """The neural curve's 100 % point trains under the curve's per-point budget; when that is another
     run than the results table's model (a minutes budget: a quarter of it), the report says so with both
@@ -192,6 +195,7 @@ def test_a_learning_curve_never_contradicts_the_table_silently(tmp_path, run_cli
     assert notes[0] in (out / "report.md").read_text() and 'class="note curve-note"' in (out / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_a_results_file_of_an_earlier_version_still_renders(tmp_path, run_cli):
     """`ngramlm report DIR` re-renders results.json files written before bytes were counted."""
     out = tmp_path / "old"
@@ -207,6 +211,7 @@ def test_a_results_file_of_an_earlier_version_still_renders(tmp_path, run_cli):
     assert "## 1. The V^n wall" in md and "Here C = " in md and "Here B = " not in md
 
 
+@pytest.mark.slow
 def test_an_undertrained_neural_row_is_flagged_not_reported_as_a_result(tmp_path, run_cli):
     """The README's main job once trained its Transformer for one batch on shared cores: test ppl 2,908
     against the unigram's 301, shown as a result, the self-test saying "pass"."""

@@ -241,6 +241,7 @@ def test_choose_passage_prefers_the_largest_gain():
 
 
 # ---------------------------------------------------------------------------- cache, refusals, resume
+@pytest.mark.slow
 def test_second_run_trains_nothing(quick_run):
     out, res, _, _ = quick_run
     code, _, err = cli("compare", "--quick", "--out", out, "--force")
@@ -265,6 +266,7 @@ def test_existing_folder_is_refused(quick_run):
     assert code == 2
 
 
+@pytest.mark.slow
 def test_resume_continues_and_keeps_settings(quick_run, tmp_path):
     src, _, _, _ = quick_run
     out = tmp_path / "run"
@@ -286,6 +288,7 @@ def test_resume_continues_and_keeps_settings(quick_run, tmp_path):
     assert code == 2 and "nothing to resume" in err
 
 
+@pytest.mark.slow
 def test_checkpoint_trained_elsewhere_is_scored_not_retrained(quick_run, tmp_path):
     """`--checkpoint` scores a model trained outside the run: the quick run's own LSTM
     (its training checkpoint, whose best weights sit beside it) must give the same
@@ -367,6 +370,7 @@ def test_bad_input_is_refused_before_anything_is_written(tmp_path, args, message
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_char_and_word_runs_of_one_text_normalise_to_the_same_characters(tmp_path):
     """Across tokenizations, bits per character is the common currency: a char-level and a
     word-level run of one text count the same characters, and in the char run every
@@ -483,6 +487,7 @@ def test_no_negative_zero_in_tables(quick_run, tmp_path):
     assert "+0.000 bits" in _md_row(md, nn["label"])[_md_row(md, "model").index("above the floor")]
 
 
+@pytest.mark.slow
 def test_budget_and_actual_cost_of_neural_rows(quick_run, tmp_path):
     """Each neural row shows its budget and what it cost in the run (training + evaluation);
     rows of results.json files written before those fields existed show what is known, "–" else."""

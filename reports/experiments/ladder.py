@@ -117,67 +117,27 @@ def run_ladder(checkpoint, corpus: Optional[str] = None, *, data_dir=None,
     return res
 
 
-def climb(model, vocab, texts: dict, *, name: str, test_bytes: Optional[int] = None,
-          sentence_bytes: Optional[np.ndarray] = None, options: Optional[LadderOptions] = None,
-          log: Callable[[str], None] = print) -> dict:
-    """The ladder for a loaded ``model`` on ``texts`` (``{"train", "valid", "test": EncodedText}`` encoded
-    with ``vocab``, the model's vocabulary); ``test_bytes`` (and the bytes of each test sentence) give bits
-    per byte and its interval."""
-    from ngramlm.tools.context_mix import (fit_bucket_mix, global_mix, infini_context_buckets, mix_by_bucket,
-                                           ngram_context_buckets)
-    from ngramlm.tools.mix import best_mix
-    from ngramlm.model import NgramLM
-    from neural.adaptation import cache as cache_mod
-    from neural.adaptation.dynamic import dynamic_token_log_probs, gradient_rms, tune_dynamic
-    from neural.evaluate import token_log_probs_and_hidden
-    from neural.config import ARCHITECTURES
-    from neural.models import model_name
+class _Climb:
+    """What the steps of one climb share: the model, the texts, the options, the clock, and what each step
+    leaves for the next (``lp``: row id -> {"valid", "test": ln p per token}; ``params``: row id -> its tuned
+    parameters; the n-gram model's context buckets; the neural model's states; the best neural row)."""
 
-    from .bootstrap import intervals
+    def __init__(self, model, vocab, texts: dict, opt: LadderOptions, name: str, log: Callable[[str], None]):
+        self.model, self.vocab, self.texts, self.opt, self.name, self.log = model, vocab, texts, opt, name, log
+        self.ids = {s: texts[s].ids for s in ("valid", "test")}
+        self.clock = _Clock(log)
+        self.lp: dict = {}
+        self.params: dict = {}
+        self.buckets: dict = {}
+        self.states: dict = {}  # the neural model's hidden states per split (the cache reads them)
+        self.best_neural = "neural"  # the neural row the mixtures take: the last adaptation that ran
 
-    opt = options or LadderOptions()
-    t_all = time.perf_counter()
-    sent_bytes = sentence_bytes
-    ids = {s: texts[s].ids for s in ("valid", "test")}
-    clock = _Clock(log)
-    lp: dict = {}  # rung id -> {"valid": ln p (N,), "test": ln p (N,)}
-    params: dict = {}
+    def cache_over(self, states: dict, base: dict) -> tuple:
+        """The neural cache over ``states`` mixed with ``base``: (theta, lambda) tuned on valid, applied to both
+        splits."""
+        from neural.adaptation import cache as cache_mod
 
-    # --- the count model
-    def fit_ngram():
-        try:
-            return NgramLM(order=opt.order, smoothing=opt.smoothing).fit(texts["train"], vocab=vocab)
-        except InputError as exc:
-            # Characters: every unigram is frequent, so KN's count-of-counts give no discount there
-            # -- the fixed fallback discounts, as `compare` uses (said in the log and the JSON).
-            from .ngram_part import FALLBACK
-
-            if opt.smoothing not in FALLBACK:
-                raise
-            log(f"ladder: {exc.message}; using the fallback discounts {FALLBACK[opt.smoothing]}")
-            params["ngram"] = {"discount_fallback": list(FALLBACK[opt.smoothing])}
-            return NgramLM(order=opt.order, smoothing=opt.smoothing,
-                           discount_fallback=FALLBACK[opt.smoothing]).fit(texts["train"], vocab=vocab)
-
-    lm = clock.run("ngram", f"{opt.smoothing.upper()} {opt.order}-gram on {name} train", fit_ngram)
-    ng_scores = clock.run("ngram", "n-gram scoring", lambda: {s: lm.token_scores(texts[s]) for s in ("valid", "test")})
-    lp["ngram"] = {s: ng_scores[s].log10_prob * LN10 for s in ng_scores}
-    if not all(np.isfinite(v).all() for v in lp["ngram"].values()):
-        raise InputError(f"the {opt.smoothing} model gives some test token probability 0",
-                         fix="use a smoothed model (mkn, kn, wb)")
-    buckets = {s: ngram_context_buckets(ng_scores[s].ngram_length, texts[s].starts, order=opt.order)
-               for s in ng_scores}
-
-    # --- the neural model alone (its states feed the cache)
-    plain = clock.run("neural", "neural model, full history", lambda: {
-        s: token_log_probs_and_hidden(model, ids[s]) for s in ("valid", "test")})
-    lp["neural"] = {s: plain[s][0] for s in plain}
-    for s in ("valid", "test"):
-        if len(lp["neural"][s]) != len(lp["ngram"][s]):
-            raise RuntimeError("the n-gram and neural models scored different numbers of tokens")
-
-    def cache_over(states: dict, base: dict) -> tuple:
-        """Tune (theta, lambda) on valid, apply to both splits."""
+        ids, opt = self.ids, self.opt
         rows = cache_mod.neural_cache_log_probs(states["valid"], ids["valid"], window=opt.window)
         sizes = {s: cache_mod.cache_sizes(len(ids[s]), window=opt.window) for s in ids}
         fit = cache_mod.tune_mixture(base["valid"], rows, sizes=sizes["valid"])
@@ -187,144 +147,270 @@ def climb(model, vocab, texts: dict, *, name: str, test_bytes: Optional[int] = N
         out["test"] = cache_mod.mix_log_probs(base["test"], row_t, lam=fit.lam, sizes=sizes["test"])
         return out, {"window": opt.window, "theta": theta, "lambda": fit.lam}
 
-    def unigram_cache():
+
+# ---------------------------------------------------------------------------- the steps
+# Each step fits (on train) or tunes (on valid) what it adds and scores both splits; it returns
+# {row id: (ln p by split, parameters)} and may leave state for the steps after it.
+
+
+def _ngram_step(c: _Climb) -> dict:
+    """The count model alone, fitted on train; its context buckets feed the per-context mixtures."""
+    from ngramlm.model import NgramLM
+    from ngramlm.tools.context_mix import ngram_context_buckets
+
+    opt, texts = c.opt, c.texts
+    params = {}
+
+    def fit():
+        try:
+            return NgramLM(order=opt.order, smoothing=opt.smoothing).fit(texts["train"], vocab=c.vocab)
+        except InputError as exc:
+            # Characters: every unigram is frequent, so KN's count-of-counts give no discount there
+            # -- the fixed fallback discounts, as `compare` uses (said in the log and the JSON).
+            from .ngram_part import FALLBACK
+
+            if opt.smoothing not in FALLBACK:
+                raise
+            c.log(f"ladder: {exc.message}; using the fallback discounts {FALLBACK[opt.smoothing]}")
+            params["discount_fallback"] = list(FALLBACK[opt.smoothing])
+            return NgramLM(order=opt.order, smoothing=opt.smoothing,
+                           discount_fallback=FALLBACK[opt.smoothing]).fit(texts["train"], vocab=c.vocab)
+
+    lm = c.clock.run("ngram", f"{opt.smoothing.upper()} {opt.order}-gram on {c.name} train", fit)
+    scores = c.clock.run("ngram", "n-gram scoring", lambda: {s: lm.token_scores(texts[s]) for s in ("valid", "test")})
+    lp = {s: scores[s].log10_prob * LN10 for s in scores}
+    if not all(np.isfinite(v).all() for v in lp.values()):
+        raise InputError(f"the {opt.smoothing} model gives some test token probability 0",
+                         fix="use a smoothed model (mkn, kn, wb)")
+    c.buckets = {s: ngram_context_buckets(scores[s].ngram_length, texts[s].starts, order=opt.order) for s in scores}
+    return {"ngram": (lp, params)}
+
+
+def _neural_step(c: _Climb) -> dict:
+    """The neural model alone, full history; its states feed the cache."""
+    from neural.evaluate import token_log_probs_and_hidden
+
+    plain = c.clock.run("neural", "neural model, full history", lambda: {
+        s: token_log_probs_and_hidden(c.model, c.ids[s]) for s in ("valid", "test")})
+    lp = {s: plain[s][0] for s in plain}
+    for s in ("valid", "test"):
+        if len(lp[s]) != len(c.lp["ngram"][s]):
+            raise RuntimeError("the n-gram and neural models scored different numbers of tokens")
+    c.states = {s: plain[s][1] for s in plain}
+    return {"neural": (lp, {})}
+
+
+def _unigram_cache_step(c: _Climb) -> dict:
+    """A side row: the neural model with a unigram cache (lambda tuned on valid)."""
+    from neural.adaptation import cache as cache_mod
+
+    def run():
+        ids, opt, base = c.ids, c.opt, c.lp["neural"]
         sizes = {s: cache_mod.cache_sizes(len(ids[s]), window=opt.window) for s in ids}
         rows = {s: cache_mod.unigram_cache_log_probs(ids[s], window=opt.window) for s in ids}
-        fit = cache_mod.tune_mixture(lp["neural"]["valid"], rows["valid"], sizes=sizes["valid"])
-        return ({s: cache_mod.mix_log_probs(lp["neural"][s], rows[s], lam=fit.lam, sizes=sizes[s]) for s in ids},
+        fit = cache_mod.tune_mixture(base["valid"], rows["valid"], sizes=sizes["valid"])
+        return ({s: cache_mod.mix_log_probs(base[s], rows[s], lam=fit.lam, sizes=sizes[s]) for s in ids},
                 {"window": opt.window, "lambda": fit.lam})
 
-    best_neural = "neural"
+    return {"unigram_cache": c.clock.run("unigram_cache", "unigram cache", run)}
+
+
+def _cache_step(c: _Climb) -> dict:
+    """+ the neural cache over the model's own states (Grave et al. 2017)."""
+    out = c.clock.run("cache", "neural cache (theta, lambda on valid)", lambda: c.cache_over(c.states, c.lp["neural"]))
+    c.best_neural = "cache"
+    return {"cache": out}
+
+
+def _dynamic_step(c: _Climb) -> dict:
+    """+ dynamic evaluation (Krause et al. 2018), lr and decay searched on a valid prefix; with the cache on,
+    the cache then runs over the adapted model's states."""
+    from neural.adaptation.dynamic import dynamic_token_log_probs, gradient_rms, tune_dynamic
+
+    opt, ids, model = c.opt, c.ids, c.model
+
+    def run():
+        rms = None
+        if opt.rule == "rms":
+            rms = gradient_rms(model, c.texts["train"].ids, max_tokens=opt.rms_tokens)
+        tune_ids = ids["valid"] if opt.tune_tokens is None else ids["valid"][:opt.tune_tokens]
+        fit = tune_dynamic(model, tune_ids, rule=opt.rule, rms=rms, segment_len=opt.segment_len)
+        cfg = fit.config
+        out = {s: dynamic_token_log_probs(model, ids[s], config=cfg, rms=rms, need_hidden=opt.cache)
+               for s in ("valid", "test")}
+        # A diverging setting's perplexity overflows: None (standard JSON, and it lost anyway).
+        grid = [{"lr": a, "decay": d, "valid_prefix_ppl": (math.exp(-t / len(tune_ids))
+                                                           if math.isfinite(t) and -t / len(tune_ids) < 700 else None)}
+                for a, d, t in fit.grid]
+        return out, {"rule": cfg.rule, "lr": cfg.lr, "decay": cfg.decay, "segment_len": cfg.segment_len,
+                     "tuned_on_tokens": int(len(tune_ids)), "grid": grid}
+
+    dyn, params = c.clock.run("dynamic", "dynamic evaluation (tuning + valid + test passes)", run)
+    out = {"dynamic": ({s: dyn[s][0] for s in dyn}, params)}
+    c.best_neural = "dynamic"
     if opt.cache:
-        lp["unigram_cache"], params["unigram_cache"] = clock.run("unigram_cache", "unigram cache", unigram_cache)
-        lp["cache"], params["cache"] = clock.run(
-            "cache", "neural cache (theta, lambda on valid)",
-            lambda: cache_over({s: plain[s][1] for s in plain}, lp["neural"]))
-        best_neural = "cache"
-    if opt.dynamic:
-        def dynamic():
-            rms = None
-            if opt.rule == "rms":
-                rms = gradient_rms(model, texts["train"].ids, max_tokens=opt.rms_tokens)
-            tune_ids = ids["valid"] if opt.tune_tokens is None else ids["valid"][:opt.tune_tokens]
-            fit = tune_dynamic(model, tune_ids, rule=opt.rule, rms=rms, segment_len=opt.segment_len)
-            cfg = fit.config
-            out = {s: dynamic_token_log_probs(model, ids[s], config=cfg, rms=rms, need_hidden=opt.cache)
-                   for s in ("valid", "test")}
-            # A diverging setting's perplexity overflows: None (standard JSON, and it lost anyway).
-            grid = [{"lr": a, "decay": d, "valid_prefix_ppl": (math.exp(-t / len(tune_ids))
-                                                               if math.isfinite(t) and -t / len(tune_ids) < 700 else None)}
-                    for a, d, t in fit.grid]
-            return out, {"rule": cfg.rule, "lr": cfg.lr, "decay": cfg.decay, "segment_len": cfg.segment_len,
-                         "tuned_on_tokens": int(len(tune_ids)), "grid": grid}
+        lp, cp = c.clock.run("dynamic_cache", "neural cache over the adapted states",
+                             lambda: c.cache_over({s: dyn[s][1] for s in dyn}, out["dynamic"][0]))
+        out["dynamic_cache"] = (lp, {**{k: v for k, v in params.items() if k != "grid"}, **cp})
+        c.best_neural = "dynamic_cache"
+    return out
 
-        dyn, params["dynamic"] = clock.run("dynamic", "dynamic evaluation (tuning + valid + test passes)", dynamic)
-        lp["dynamic"] = {s: dyn[s][0] for s in dyn}
-        best_neural = "dynamic"
-        if opt.cache:
-            lp["dynamic_cache"], cp = clock.run(
-                "dynamic_cache", "neural cache over the adapted states",
-                lambda: cache_over({s: dyn[s][1] for s in dyn}, lp["dynamic"]))
-            params["dynamic_cache"] = {**{k: v for k, v in params["dynamic"].items() if k != "grid"}, **cp}
-            best_neural = "dynamic_cache"
 
-    # --- mixtures with the count models (weights by EM on valid)
-    def two_way():
-        comp = {s: np.vstack([lp["ngram"][s], lp[best_neural][s]]) for s in ids}
+def _mix_step(c: _Climb) -> dict:
+    """+ the n-gram model: one global weight (EM on valid), then weights per n-gram context bucket."""
+    from ngramlm.tools.context_mix import fit_bucket_mix, global_mix, mix_by_bucket
+    from ngramlm.tools.mix import best_mix
+
+    ids, buckets = c.ids, c.buckets
+
+    def run():
+        comp = {s: np.vstack([c.lp["ngram"][s], c.lp[c.best_neural][s]]) for s in ids}
         fit = best_mix(comp["valid"] / LN10)
         glob = {s: global_mix(comp[s], fit.weights) for s in ids}
-        bmix = fit_bucket_mix(comp["valid"], buckets["valid"], n_buckets=opt.order)
+        bmix = fit_bucket_mix(comp["valid"], buckets["valid"], n_buckets=c.opt.order)
         ctx = {s: mix_by_bucket(comp[s], buckets[s], bmix) for s in ids}
-        return glob, {"weights": {"ngram": fit.weights[0], "neural": fit.weights[1]}}, ctx, \
-            {"scheme": "n-gram context match",
-             **bmix.to_dict(["ngram", "neural"])}
+        return {"mix_global": (glob, {"weights": {"ngram": fit.weights[0], "neural": fit.weights[1]}}),
+                "mix_context": (ctx, {"scheme": "n-gram context match", **bmix.to_dict(["ngram", "neural"])})}
 
-    glob, gparams, ctx, cparams = clock.run("mix_global", "n-gram + neural, global and per-context weights", two_way)
-    lp["mix_global"], params["mix_global"] = glob, gparams
-    lp["mix_context"], params["mix_context"] = ctx, cparams
-    top_rung = "mix_context"
+    return c.clock.run("mix_global", "n-gram + neural, global and per-context weights", run)
 
-    if opt.infini:
-        def three_way():
-            from ngramlm.infini.index import InfiniIndex
 
-            idx = InfiniIndex.build(texts["train"], vocab)
-            sc = {s: idx.score(texts[s]) for s in ids}
-            with np.errstate(divide="ignore"):
-                inf_lp = {s: np.log(sc[s].prob) for s in ids}
-            comp = {s: np.vstack([lp["ngram"][s], inf_lp[s], lp[best_neural][s]]) for s in ids}
-            names = ["ngram", "infini", "neural"]
-            fit = best_mix(comp["valid"] / LN10)
-            glob3 = {s: global_mix(comp[s], fit.weights) for s in ids}
-            ib = {s: infini_context_buckets(sc[s].eff_n, sc[s].sparse) for s in ids}
-            schemes = {"ngram": buckets, "infini": ib,
-                       "both": {s: buckets[s] * (int(ib["valid"].max()) + 2) + ib[s] for s in ids}}
-            best = None
-            for scheme, b in schemes.items():
-                bm = fit_bucket_mix(comp["valid"], b["valid"])
-                valid = mix_by_bucket(comp["valid"], b["valid"], bm)
-                if best is None or valid.sum() > best[2]["valid"].sum():
-                    best = (scheme, bm, {"valid": valid, "test": mix_by_bucket(comp["test"], b["test"], bm)})
-            scheme, bm, mixed = best
-            return glob3, {"weights": dict(zip(names, fit.weights))}, mixed, \
-                {"scheme": {"ngram": "n-gram context match", "infini": "∞-gram effective n",
-                                "both": "n-gram match × ∞-gram effective n"}[scheme], **bm.to_dict(names)}, float(sc["test"].eff_n.mean())
+_SCHEMES = {"ngram": "n-gram context match", "infini": "∞-gram effective n",
+            "both": "n-gram match × ∞-gram effective n"}
 
-        g3, g3p, m3, m3p, mean_n = clock.run("infini", "∞-gram index and three-way mixtures", three_way)
-        lp["mix3_global"], params["mix3_global"] = g3, g3p
-        lp["mix3_context"], params["mix3_context"] = m3, {**m3p, "mean_effective_n_test": mean_n}
-        top_rung = "mix3_context"
 
-    # --- rows
+def _infini_step(c: _Climb) -> dict:
+    """+ the ∞-gram: three-way mixtures, global weights and weights per context bucket, the bucket scheme
+    (the n-gram's context match, the ∞-gram's effective n, or both) chosen on valid."""
+    from ngramlm.tools.context_mix import fit_bucket_mix, global_mix, infini_context_buckets, mix_by_bucket
+    from ngramlm.tools.mix import best_mix
+
+    ids, buckets = c.ids, c.buckets
+
+    def run():
+        from ngramlm.infini.index import InfiniIndex
+
+        idx = InfiniIndex.build(c.texts["train"], c.vocab)
+        sc = {s: idx.score(c.texts[s]) for s in ids}
+        with np.errstate(divide="ignore"):
+            inf_lp = {s: np.log(sc[s].prob) for s in ids}
+        comp = {s: np.vstack([c.lp["ngram"][s], inf_lp[s], c.lp[c.best_neural][s]]) for s in ids}
+        names = ["ngram", "infini", "neural"]
+        fit = best_mix(comp["valid"] / LN10)
+        glob3 = {s: global_mix(comp[s], fit.weights) for s in ids}
+        ib = {s: infini_context_buckets(sc[s].eff_n, sc[s].sparse) for s in ids}
+        schemes = {"ngram": buckets, "infini": ib,
+                   "both": {s: buckets[s] * (int(ib["valid"].max()) + 2) + ib[s] for s in ids}}
+        best = None
+        for scheme, b in schemes.items():
+            bm = fit_bucket_mix(comp["valid"], b["valid"])
+            valid = mix_by_bucket(comp["valid"], b["valid"], bm)
+            if best is None or valid.sum() > best[2]["valid"].sum():
+                best = (scheme, bm, {"valid": valid, "test": mix_by_bucket(comp["test"], b["test"], bm)})
+        scheme, bm, mixed = best
+        return {"mix3_global": (glob3, {"weights": dict(zip(names, fit.weights))}),
+                "mix3_context": (mixed, {"scheme": _SCHEMES[scheme], **bm.to_dict(names),
+                                         "mean_effective_n_test": float(sc["test"].eff_n.mean())})}
+
+    return c.clock.run("infini", "∞-gram index and three-way mixtures", run)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the climb: the option that turns it on (None: always) and the function that fits or tunes
+    its rows and scores them (see the steps above)."""
+
+    needs: Optional[str]
+    run: Callable[[_Climb], dict]
+
+
+STEPS = (Step(None, _ngram_step), Step(None, _neural_step), Step("cache", _unigram_cache_step),
+         Step("cache", _cache_step), Step("dynamic", _dynamic_step), Step(None, _mix_step),
+         Step("infini", _infini_step))
+
+
+@dataclass(frozen=True)
+class Rung:
+    """A row of the results: its id, its label (a function of the options and the model's architecture),
+    whether it is a rung under the options (else a side row: a method on its own), and the clocks whose
+    seconds it added."""
+
+    id: str
+    label: Callable[[LadderOptions, str], str]
+    rung: Callable[[LadderOptions], bool]
+    clocks: tuple
+
+
+def _arch_label(arch: str) -> str:
+    from neural.config import ARCHITECTURES
+
+    return ARCHITECTURES[arch].label if arch in ARCHITECTURES else arch
+
+
+# In the order of the ladder (the side rows in theirs).
+RUNGS = (
+    Rung("ngram", lambda o, a: f"{_smoother_label(o.smoothing)} {o.order}-gram", lambda o: True, ("ngram",)),
+    Rung("neural", lambda o, a: f"{_arch_label(a)} alone", lambda o: True, ("neural",)),
+    Rung("unigram_cache", lambda o, a: "+ unigram cache (instead of the neural cache)", lambda o: False,
+         ("unigram_cache",)),
+    Rung("cache", lambda o, a: "+ neural cache", lambda o: o.cache, ("cache",)),
+    Rung("dynamic", lambda o, a: "+ dynamic evaluation (without the cache)", lambda o: not o.cache, ("dynamic",)),
+    Rung("dynamic_cache", lambda o, a: "+ dynamic evaluation (cache over the adapted states)", lambda o: o.cache,
+         ("dynamic", "dynamic_cache")),
+    Rung("mix_global", lambda o, a: f"+ {o.order}-gram, one global weight", lambda o: True, ("mix_global",)),
+    Rung("mix_context", lambda o, a: "+ per-context weights", lambda o: True, ()),
+    Rung("mix3_global", lambda o, a: "+ ∞-gram, global weights (three-way)", lambda o: False, ("infini",)),
+    Rung("mix3_context", lambda o, a: "+ ∞-gram, per-context weights (three-way)", lambda o: True, ("infini",)),
+)
+
+
+def climb(model, vocab, texts: dict, *, name: str, test_bytes: Optional[int] = None,
+          sentence_bytes: Optional[np.ndarray] = None, options: Optional[LadderOptions] = None,
+          log: Callable[[str], None] = print) -> dict:
+    """The ladder for a loaded ``model`` on ``texts`` (``{"train", "valid", "test": EncodedText}`` encoded
+    with ``vocab``, the model's vocabulary); ``test_bytes`` (and the bytes of each test sentence) give bits
+    per byte and its interval."""
+    from neural.models import model_name
+
+    from .bootstrap import intervals
+
+    opt = options or LadderOptions()
+    t_all = time.perf_counter()
+    c = _Climb(model, vocab, texts, opt, name, log)
+    for step in STEPS:
+        if step.needs is None or getattr(opt, step.needs):
+            for rid, (lp, params) in step.run(c).items():
+                c.lp[rid] = lp
+                if params:
+                    c.params[rid] = params
+
     arch = model_name(model)
-    labels = {
-        "ngram": f"{_smoother_label(opt.smoothing)} {opt.order}-gram",
-        "neural": f"{ARCHITECTURES[arch].label if arch in ARCHITECTURES else arch} alone",
-        "unigram_cache": "+ unigram cache (instead of the neural cache)",
-        "cache": "+ neural cache",
-        "dynamic": "+ dynamic evaluation (without the cache)",
-        "dynamic_cache": "+ dynamic evaluation (cache over the adapted states)",
-        "mix_global": f"+ {opt.order}-gram, one global weight",
-        "mix_context": "+ per-context weights",
-        "mix3_global": "+ ∞-gram, global weights (three-way)",
-        "mix3_context": "+ ∞-gram, per-context weights (three-way)",
-    }
-    ladder = ["ngram", "neural"] + (["cache"] if opt.cache else []) + \
-        (["dynamic_cache" if opt.cache else "dynamic"] if opt.dynamic else []) + ["mix_global", "mix_context"] + \
-        (["mix3_context"] if opt.infini else [])
-    side = [r for r in ("unigram_cache", "dynamic", "mix3_global") if r in lp and r not in ladder]
-    extra = {"ngram": clock.seconds.get("ngram", 0.0), "neural": clock.seconds.get("neural", 0.0),
-             "cache": clock.seconds.get("cache", 0.0), "unigram_cache": clock.seconds.get("unigram_cache", 0.0),
-             "dynamic": clock.seconds.get("dynamic", 0.0),
-             "dynamic_cache": clock.seconds.get("dynamic", 0.0) + clock.seconds.get("dynamic_cache", 0.0),
-             "mix_global": clock.seconds.get("mix_global", 0.0), "mix_context": 0.0,
-             "mix3_global": clock.seconds.get("infini", 0.0), "mix3_context": clock.seconds.get("infini", 0.0)}
-    if opt.dynamic and opt.cache:
-        extra["dynamic_cache"] = clock.seconds.get("dynamic", 0.0) + clock.seconds.get("dynamic_cache", 0.0)
-    test_starts = texts["test"].starts
+    shown = [r for r in RUNGS if r.id in c.lp]
+    ladder = [r.id for r in shown if r.rung(opt)]
     rows = []
-    for rid in ladder + side:
-        lt = lp[rid]["test"]
-        ci = intervals(lt / LN2, test_starts, n_bytes=test_bytes, unit_bytes=sent_bytes)
-        rows.append({"id": rid, "label": labels[rid], "rung": rid in ladder,
-                     "family": _family(rid),
-                     "valid_ppl": _ppl(lp[rid]["valid"]), "test_ppl": _ppl(lt),
+    for r in [r for r in shown if r.rung(opt)] + [r for r in shown if not r.rung(opt)]:
+        lt = c.lp[r.id]["test"]
+        ci = intervals(lt / LN2, texts["test"].starts, n_bytes=test_bytes, unit_bytes=sentence_bytes)
+        extra = sum((c.clock.seconds.get(k, 0.0) for k in r.clocks), 0.0)
+        rows.append({"id": r.id, "label": r.label(opt, arch), "rung": r.id in ladder,
+                     "family": _family(r.id),
+                     "valid_ppl": _ppl(c.lp[r.id]["valid"]), "test_ppl": _ppl(lt),
                      "test_bits_per_token": float(-lt.mean() / LN2),
                      "test_bits_per_byte": float(-lt.sum() / LN2 / test_bytes) if test_bytes else None,
                      "test_ppl_ci": ci["ppl"] if ci else None,
                      "test_bpb_ci": ci.get("bits_per_byte") if ci else None,
-                     "extra_seconds": round(extra.get(rid, 0.0), 2), "params": params.get(rid, {})})
-    steps = _gains(ladder, lp, ids["test"], vocab, top=opt.top, window=opt.window)
+                     "extra_seconds": round(extra, 2), "params": c.params.get(r.id, {})})
+    steps = _gains(ladder, c.lp, c.ids["test"], vocab, top=opt.top, window=opt.window)
     return {
         "checkpoint": None, "architecture": arch, "corpus": name, "options": asdict(opt),
-        "tokens": {"valid": int(len(ids["valid"])), "test": int(len(ids["test"]))}, "test_bytes": test_bytes,
+        "tokens": {"valid": int(len(c.ids["valid"])), "test": int(len(c.ids["test"]))}, "test_bytes": test_bytes,
         "n_types": vocab.n_types, "training": None,
-        "rows": rows, "ladder": ladder, "top": top_rung, "steps": steps,
-        "seconds": {k: round(v, 2) for k, v in clock.seconds.items()},
-        "adaptation_seconds": round(sum(v for k, v in clock.seconds.items()), 2),
+        "rows": rows, "ladder": ladder, "top": ladder[-1], "steps": steps,
+        "seconds": {k: round(v, 2) for k, v in c.clock.seconds.items()},
+        "adaptation_seconds": round(sum(v for k, v in c.clock.seconds.items()), 2),
         "wall_seconds": round(time.perf_counter() - t_all, 2),
         "references": [{"label": a, "ppl": b} for a, b in REFERENCES] if name == "ptb" else [],
-        "per_token_log2": {rid: (lp[rid]["test"] / LN2) for rid in ladder},  # dropped by the JSON writer
+        "per_token_log2": {rid: (c.lp[rid]["test"] / LN2) for rid in ladder},  # dropped by the JSON writer
     }
 
 

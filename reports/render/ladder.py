@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Optional
 
 import numpy as np
+from markupsafe import Markup
 
 from corpora.textio import atomic_write_bytes, atomic_write_text
 
-from ..html_tables import SORT_JS, add_csv_links
+from ..formatting import rung_params, short_rung_label
+from ..html_tables import FOLDER, SORT_JS, Cell, Row, Table
 
 
 def _arch(name: str) -> str:
@@ -133,10 +135,20 @@ _STYLE = ("body{font-family:sans-serif;max-width:64em;margin:2em auto;padding:0 
           "p.csv{font-size:.8em;margin:0}code{background:#f4f4f4}")
 
 
-def html_page(results: dict, png: bytes) -> str:
+def html_page(results: dict, png: bytes) -> tuple:
+    """The page's HTML and its tables (each written to a CSV file beside it)."""
     from ..plots import FAMILY_COLOURS
 
     e = html.escape
+    tables = []
+
+    def table(t: Table) -> str:
+        tables.append(t)
+        return str(t.html())
+
+    def n(text, markup=None, **attrs) -> Cell:  # a number's cell
+        return Cell(text, markup, cls="n", **attrs)
+
     r = results
     out = ["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
            f"<title>Ladder: {e(_arch(r['architecture']))} on {e(r['corpus'])}</title><style>{_STYLE}</style></head><body>",
@@ -146,28 +158,27 @@ def html_page(results: dict, png: bytes) -> str:
     if (r.get("training") or {}).get("seconds"):
         out.append(f"<p>{e(md[4])}</p>")
     best = min(row["test_ppl"] for row in r["rows"])
-    out.append('<table id="ladder"><thead><tr><th>rung</th><th>test ppl</th><th>95 % CI</th><th>valid ppl</th>'
-               "<th>bits/token</th><th>extra time</th><th>parameters</th></tr></thead><tbody>")
+    rungs = []
     for row in r["rows"]:
         if not row["rung"]:
             continue
         chip = f'<span class="chip" style="background:{FAMILY_COLOURS.get(row["family"], "#000")}"></span>'
-        star = " ★" if row["test_ppl"] == best else ""
-        out.append(f"<tr><td>{chip}{e(row['label'])}</td><td class=n data-v=\"{row['test_ppl']:.4f}\">"
-                   f"{'<b>' if star else ''}{row['test_ppl']:.2f}{star}{'</b>' if star else ''}</td>"
-                   f"<td class=n>{_ci(row['test_ppl_ci'])}</td><td class=n>{row['valid_ppl']:.2f}</td>"
-                   f"<td class=n>{row['test_bits_per_token']:.4f}</td>"
-                   f"<td class=n data-v=\"{row['extra_seconds']}\">{_fmt_s(row['extra_seconds'])}</td>"
-                   f"<td>{e(rung_params(row['params']))}</td></tr>")
-    out.append("</tbody></table>")
+        test = f"{row['test_ppl']:.2f}"
+        rungs.append(Row([
+            Cell(row["label"], Markup(chip + e(row["label"]))),
+            n(f"{test} ★", Markup(f"<b>{test} ★</b>"), value=f"{row['test_ppl']:.4f}") if row["test_ppl"] == best
+            else n(test, value=f"{row['test_ppl']:.4f}"),
+            n(_ci(row["test_ppl_ci"])), n(f"{row['valid_ppl']:.2f}"), n(f"{row['test_bits_per_token']:.4f}"),
+            n(_fmt_s(row["extra_seconds"]), value=row["extra_seconds"]), _text(rung_params(row["params"]))]))
+    header = ["rung", "test ppl", "95 % CI", "valid ppl", "bits/token", "extra time", "parameters"]
+    out.append(table(Table("ladder", header, rungs, layout="compact", bare_class=True)))
     side = [row for row in r["rows"] if not row["rung"]]
     if side:
-        out.append('<p>Each method on its own (not rungs):</p><table id="methods"><thead><tr><th>method</th>'
-                   "<th>test ppl</th><th>95 % CI</th><th>valid ppl</th><th>parameters</th></tr></thead><tbody>")
-        out += [f"<tr><td>{e(row['label'])}</td><td class=n>{row['test_ppl']:.2f}</td>"
-                f"<td class=n>{_ci(row['test_ppl_ci'])}</td><td class=n>{row['valid_ppl']:.2f}</td>"
-                f"<td>{e(rung_params(row['params']))}</td></tr>" for row in side]
-        out.append("</tbody></table>")
+        out.append("<p>Each method on its own (not rungs):</p>" + table(Table(
+            "methods", ["method", "test ppl", "95 % CI", "valid ppl", "parameters"], [Row([
+                _text(row["label"]), n(f"{row['test_ppl']:.2f}"), n(_ci(row["test_ppl_ci"])),
+                n(f"{row['valid_ppl']:.2f}"), _text(rung_params(row["params"]))]) for row in side],
+            layout="compact", bare_class=True)))
     if r.get("references"):
         out.append("<p>Published PTB test perplexities: " + "; ".join(
             f"{e(a['label'])} {a['ppl']}" for a in r["references"]) + "</p>")
@@ -177,20 +188,22 @@ def html_page(results: dict, png: bytes) -> str:
     for i, st in enumerate(r["steps"]):
         out.append(f"<h3>{e(_label(r, st['from']))} → {e(_label(r, st['to']))}: "
                    f"{st['mean_bits_gained']:+.4f} bits per token</h3>")
-        out.append(f'<table id="kinds-{i + 1}"><thead><tr><th>kind of token</th><th>share of tokens</th>'
-                   "<th>bits gained per token</th><th>share of the gain</th></tr></thead><tbody>")
-        out += [f"<tr><td>{e(k['kind'])}</td><td class=n>{100 * k['share']:.1f} %</td>"
-                f"<td class=n>{k['bits_gained_per_token']:+.3f}</td><td class=n>{_pct(k['share_of_total_gain'])}</td></tr>"
-                for k in st["by_kind"] if k["tokens"]]
-        out.append("</tbody></table>")
-        out.append(f'<table id="tokens-{i + 1}"><thead><tr><th>context</th><th>token</th><th>bits before</th>'
-                   "<th>bits after</th></tr></thead><tbody>")
-        out += [f"<tr><td>… {e(t['context'])}</td><td><b>{e(t['token'])}</b></td>"
-                f"<td class=n>{t['bits_before']:.2f}</td><td class=n>{t['bits_after']:.2f}</td></tr>"
-                for t in st["top_tokens"]]
-        out.append("</tbody></table>")
+        out.append(table(Table(f"kinds-{i + 1}", ["kind of token", "share of tokens", "bits gained per token",
+                                                   "share of the gain"], [Row([
+            _text(k["kind"]), n(f"{100 * k['share']:.1f} %"), n(f"{k['bits_gained_per_token']:+.3f}"),
+            n(_pct(k["share_of_total_gain"]))]) for k in st["by_kind"] if k["tokens"]],
+            layout="compact", bare_class=True)))
+        out.append(table(Table(f"tokens-{i + 1}", ["context", "token", "bits before", "bits after"], [Row([
+            _text(f"… {t['context']}"), Cell(t["token"], Markup(f"<b>{e(t['token'])}</b>")),
+            n(f"{t['bits_before']:.2f}"), n(f"{t['bits_after']:.2f}")]) for t in st["top_tokens"]],
+            layout="compact", bare_class=True)))
     out.append(f"<script>{SORT_JS}</script></body></html>")
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n", tables
+
+
+def _text(text: str) -> Cell:
+    """A cell of plain text escaped as the rest of this page is (html.escape: ' as &#x27;)."""
+    return Cell(text, Markup(html.escape(text)))
 
 
 def write_ladder(results: dict, out_dir) -> Path:
@@ -206,6 +219,8 @@ def write_ladder(results: dict, out_dir) -> Path:
         data["corpus"] = Path(data["corpus"]).name
     atomic_write_text(out / "ladder.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     atomic_write_text(out / "report.md", markdown(data))
-    page, _ = add_csv_links(html_page(data, png), out)
+    page, tables = html_page(data, png)
+    for t in {t.id: t for t in tables}.values():
+        atomic_write_text(out / FOLDER / f"{t.id}.csv", t.csv())
     atomic_write_text(out / "report.html", page)
     return out / "report.html"

@@ -1,6 +1,9 @@
 """``report.md`` and ``report.html`` from ``results.json`` (nothing else is read).
 
-The HTML report is one self-contained file: figures are embedded as base64 PNG, the
+The report is its head (title, the results table), the numbered sections of :mod:`reports.sections` in
+their order, and its tail (units, settings, the HTML's script): the package files
+``templates/head.md.j2``, ``tail.md.j2``, ``head.html.j2`` and ``tail.html.j2`` around the sections'
+fragments.  The HTML report is one self-contained file: figures are embedded as base64 PNG, the
 attention data as inline JSON, the script and styles inline; it needs no network.
 The Markdown report links the same figures, written to ``DIR/plots/*.png``.
 """
@@ -8,17 +11,19 @@ from __future__ import annotations
 
 import base64
 import json
+from importlib import resources
 from pathlib import Path
 from typing import Optional
 
 import jinja2
 import markupsafe
+from markupsafe import Markup
 
 from corpora.textio import atomic_write_bytes, atomic_write_text
 
-from .. import plots, sections, html_tables as tables
+from .. import plots, sections
+from ..html_tables import SORT_JS, Cell, Row, Table, Tables
 from ..experiments.analysis import undertrained_reason
-from .templates import assemble
 
 
 # The number formatting the templates and tests use (reports.formatting), under its old names here.
@@ -195,6 +200,68 @@ def _best_per_smoother(rows: list) -> list:
     return out
 
 
+# Header titles are template text (markup as written, not escaped data).
+_FLOOR_TITLE = Markup("test bits per token minus the true language's, and the ratio of perplexities")
+
+
+def _results_table(ctx: dict) -> Table:
+    """The results table: one row per model shown, the best value of each column marked ★; the floor, bits
+    per character and per word only where the run has them."""
+    def num(m, col, **attrs) -> Cell:
+        best = col in m["best"]
+        return Cell(m[col] + (" ★" if best else ""), value=_data_v(m[f"v_{col}"]),
+                    cls="num best" if best else "num", **attrs)
+
+    has_floor, has_bpc, has_bpw = ctx["has_floor"], ctx["has_bpc"], ctx["has_bpw"]
+    header = [Cell("model"), Cell("valid ppl"),
+              Cell("test ppl 95 % CI", Markup('test ppl<br><span class="ci">95 % CI</span>'),
+                   title=Markup("test perplexity, and its 95 % bootstrap interval (by sentence) below")),
+              Cell("test bits/token")]
+    header += [Cell("above the floor", title=_FLOOR_TITLE)] if has_floor else []
+    header += [Cell("bits/byte" if has_bpc else "bits/byte = bits/char",
+                    None if has_bpc else Markup('bits/byte<br><span class="ci">= bits/char</span>'),
+                    title=Markup("bits per UTF-8 byte of the test text: comparable across tokenizations"))]
+    header += ([Cell("bits/char")] if has_bpc else []) + ([Cell("bits/word")] if has_bpw else [])
+    header += [Cell("size"), Cell(f"training ({ctx['time_unit']})",
+                                  title=Markup("training wall time; a cached model cost nothing in this run")),
+               Cell("budget / actual", title=Markup("the training budget, and what the model cost in this run: "
+                                                    "training and evaluation, wall clock")),
+               Cell("notes")]
+    rows = []
+    for m in ctx["summary"]:
+        test = num(m, "test")
+        if m["ci"] != "–":
+            test = Cell(f"{test.text} {m['ci']}", Markup('{}<br><span class="ci">{}</span>').format(test.text, m["ci"]),
+                        value=test.value, cls=test.cls)
+        cells = [Cell(m["label"]), num(m, "valid"), test, num(m, "bpt")]
+        cells += [Cell(m["floor"], value=_data_v(m["v_floor"]), cls="num")] if has_floor else []
+        cells += [num(m, "bpb", title=f"95 % CI {m['ci_bpb']}" if m["ci_bpb"] else None)]
+        cells += ([num(m, "bpc")] if has_bpc else []) + ([num(m, "bpw")] if has_bpw else [])
+        parts = m["budget"].split(" / ")
+        budget = Markup(" ").join(Markup('<span class="nw">{}{}</span>').format(
+            part, " /" if i < len(parts) - 1 else "") for i, part in enumerate(parts))
+        cells += [Cell(f"{m['size']} {m['size_unit']}", Markup('{} <span class="note">{}</span>').format(
+                      m["size"], m["size_unit"]), value=_data_v(m["v_size"]), cls="num"),
+                  Cell(m["train"], value=_data_v(m["v_train"]), cls="num", title=m["cached"]),
+                  Cell(" / ".join(parts), budget, cls="num budget"),
+                  Cell("".join(f"[{n}]" for n in m["refs"]),
+                       Markup("").join(Markup('<a href="#note-{}">[{}]</a>').format(n, n) for n in m["refs"]),
+                       cls="note")]
+        rows.append(Row(cells, cls=m["family"], attrs={"data-undertrained": "1"} if m["undertrained"] else {}))
+    return Table("results-table", header, rows, cls="sortable", layout="body")
+
+
+def _settings_table(settings_shown: dict) -> Table:
+    rows = [Row([Cell(k.replace("_", " ")), Cell(v, Markup("<code>{}</code>").format(v))])
+            for k, v in settings_shown.items()]
+    return Table("settings-table", ["setting", "value"], rows, cls="nosort", layout="head")
+
+
+def _data_v(v):
+    """A raw number as a data-v attribute holds it: empty for None."""
+    return "" if v is None else v
+
+
 def build_context(results: dict) -> dict:
     """The template variables: the head's (the results table, units, settings), then each section's."""
     from corpora.textio import shown_path
@@ -219,7 +286,7 @@ def build_context(results: dict) -> dict:
     families = [{"family": f, "name": FAMILY_NAMES[f]} for f in FAMILY_NAMES if any(r["family"] == f for r in summary)]
     problems = [{"id": r["id"], "error": r["error"]} for r in ngram + neural if r.get("error")]
     timing = results.get("timing") or {}
-    return {
+    ctx = {
         "footnotes": footnotes, "families": families, "time_unit": unit, "top": _summary(summary, results),
         "has_floor": truth is not None, "has_bpw": any(r["v_bpw"] is not None for r in summary),
         # Bits per character equal bits per byte on an ASCII text: one column then says both.
@@ -238,6 +305,9 @@ def build_context(results: dict) -> dict:
         "sizes": {split: {"bytes": None, **v} for split, v in corpus["sizes"].items()},
         **sections.context(results),
     }
+    ctx["results_table"] = _results_table(ctx)
+    ctx["settings_table"] = _settings_table(ctx["settings_shown"])
+    return ctx
 
 
 def _tokenizer(results: dict) -> dict:
@@ -259,9 +329,27 @@ def _readable(*paths: Path) -> None:
         os.chmod(p, 0o666 & ~mask)
 
 
+def _template(name: str) -> str:
+    """The Jinja source of the package file ``reports/render/templates/<name>``."""
+    return resources.files(__package__).joinpath("templates", name).read_text(encoding="utf-8")
+
+
+def assemble(sections_=None) -> tuple:
+    """``(Markdown template, HTML template)``: head, each section numbered in order, tail (the sections
+    registered now by default)."""
+    sections_ = sections.SECTIONS if sections_ is None else sections_
+    md = _template("head.md.j2") + "".join(f"## {i}. {s.title}\n{s.md}" for i, s in enumerate(sections_, start=1)) \
+        + _template("tail.md.j2")
+    html = _template("head.html.j2") + "".join(f'<h2 id="{s.anchor}">{i}. {s.html_title}</h2>\n{s.html}'
+                                               for i, s in enumerate(sections_, start=1)) + _template("tail.html.j2")
+    return md, html
+
+
 def _env(autoescape: bool) -> jinja2.Environment:
-    env = jinja2.Environment(autoescape=autoescape, trim_blocks=True, lstrip_blocks=True,
-                             undefined=jinja2.StrictUndefined)
+    """The environment of every report template: the package's template files, blocks trimmed, an undefined
+    name an error."""
+    env = jinja2.Environment(loader=jinja2.PackageLoader("reports.render", "templates"), autoescape=autoescape,
+                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
     # JSON inside <script>: escape <, > and & so no "</script>" or "<!--" can end or change the block.
     env.filters["tojson_safe"] = lambda obj: markupsafe.Markup(
         json.dumps(obj).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
@@ -281,11 +369,12 @@ def render(out: Path, results: dict) -> dict:
                            "b64": base64.b64encode(png).decode("ascii")} for name, png in figures.items()}
     for name in titles:  # a figure this results.json has no data for (an earlier version's file): absent
         ctx["plots"].setdefault(name, None)
-    md_template, html_template = assemble(sections.SECTIONS)  # the sections registered now, in order
-    ctx["table_js"] = tables.SORT_JS
+    md_template, html_template = assemble()  # the sections registered now, in order
+    ctx["table_js"] = SORT_JS
     md = _env(False).from_string(md_template).render(**ctx)
-    html = _env(True).from_string(html_template).render(**ctx)
-    html, csvs = tables.add_csv_links(html, out)
+    shown = Tables()
+    html = _env(True).from_string(html_template).render(**ctx, table=shown)
+    csvs = shown.write_csvs(out)
     atomic_write_text(out / "report.md", md)
     atomic_write_text(out / "report.html", html)
     _readable(out / "report.md", out / "report.html", *(out / "plots" / f"{n}.png" for n in figures), *csvs)

@@ -3,8 +3,10 @@
 A section is one object: what it computes in a run (``compute(run)``, writing its part of
 ``results.json``; None where a model-family stage of the run already does), the template variables
 it adds (``context(results)``), its figures (``plots``: name -> (title, function of the results))
-and its Markdown and HTML fragments.  A new section is one module here plus one line in
-:data:`SECTIONS`.
+and its Markdown and HTML fragments (``templates/<name>.md.j2`` and ``<name>.html.j2``, package files).
+A new section is one module here, its two fragment files and one line in :data:`SECTIONS`.  A table of
+the HTML report is a :class:`reports.html_tables.Table` in the section's context, written by
+``{{ table(t) }}`` in its fragment: the table's HTML and its CSV file come from the same rows.
 """
 from __future__ import annotations
 

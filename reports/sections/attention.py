@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .. import plots
-from .base import Section
+from .base import Section, fragment
 
 
 def compute(run) -> None:
@@ -37,36 +37,8 @@ def context(results: dict) -> dict:
 TITLE = 'Transformer attention'
 HTML_TITLE = 'Transformer attention'
 
-MD = r"""{% if attention %}
 
-{{ attention.label }}: {{ attention.n_layers }} layer(s) × {{ attention.n_heads }} heads on the passage above. The static figure shows the last layer's mean over heads; report.html has the interactive view (hover a token, change the softmax temperature).
-{% if plots.attention %}
-
-![{{ plots.attention.title }}]({{ plots.attention.file }})
-{% endif %}
-{% else %}
-
-No Transformer in this run.
-{% endif %}
-
-"""
-
-HTML = r"""{% if attention %}
-<p class="note">{{ attention.label }}, {{ attention.n_layers }} layer(s) × {{ attention.n_heads }} heads, reading the passage above after the start symbol &lt;s&gt;. Hover a token (or a heatmap row) to see where it attends; the slider divides the attention scores by a temperature before the softmax (re-normalised from the stored log-weights): below 1 sharpens, above 1 flattens.</p>
-<div class="att-controls">
-<label>layer <select id="att-layer"></select></label>
-<label>head <select id="att-head"></select></label>
-<label>softmax temperature <input type="range" id="att-temp" min="-2" max="2" step="0.05" value="0"> <span id="att-temp-val">1.00</span></label>
-</div>
-<div id="att-tokens"></div>
-<div id="att-info"></div>
-<p class="att-scale note">colour: attention weight <span class="scale-bar" style="background: linear-gradient(to right, rgba(33,102,172,0), rgba(33,102,172,1));"></span> 0 → 1 (each row sums to 1)</p>
-<svg id="att-heatmap" xmlns="http://www.w3.org/2000/svg"></svg>
-<script type="application/json" id="attention-data">{{ attention|tojson_safe }}</script>
-{% else %}<p>No Transformer in this run.</p>{% endif %}
-
-"""
-
-SECTION = Section(name="attention", anchor="attention", title=TITLE, html_title=HTML_TITLE, md=MD, html=HTML,
+SECTION = Section(name="attention", anchor="attention", title=TITLE, html_title=HTML_TITLE,
+                  md=fragment("attention.md.j2"), html=fragment("attention.html.j2"),
                   compute=compute, context=context,
                   plots={"attention": ("Transformer attention (static)", plots.attention_static)})

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from .. import plots
 from ..formatting import describe_budget, fmt_budget, fmt_budget_spec, fmt_ppl
-from .base import Section
+from ..html_tables import Cell, Row, Table
+from .base import Section, fragment
 
 
 def compute(run) -> None:
@@ -80,8 +81,13 @@ def context(results: dict) -> dict:
     curve_tokens = []
     if lc.get("series"):
         curve_tokens = [f"{p['train_tokens']:,}" for p in lc["series"][0]["points"]]
-    return {"curves": curves, "curve_fractions": [f"{100 * f:g}%" for f in lc.get("fractions", [])],
-            "curve_tokens": curve_tokens, "curve_notes": full_point_notes(results)}
+    fractions = [f"{100 * f:g}%" for f in lc.get("fractions", [])]
+    table = Table("curve-table", ["model"] + fractions,
+                  [Row([Cell("training tokens", cls="note")] + [Cell(t, cls="num note") for t in curve_tokens])] +
+                  [Row([Cell(c["label"])] + [Cell(x, cls="num") for x in c["cells"]], cls=c["family"]) for c in curves],
+                  cls="nosort")
+    return {"curves": curves, "curve_fractions": fractions, "curve_tokens": curve_tokens,
+            "curve_notes": full_point_notes(results), "curve_table": table}
 
 
 def full_point_notes(results: dict) -> list:
@@ -109,50 +115,7 @@ def full_point_notes(results: dict) -> list:
 TITLE = 'Learning curves (test perplexity against training-set size)'
 HTML_TITLE = 'Learning curves'
 
-MD = r"""{% if curves %}
 
-| model |{% for f in curve_fractions %} {{ f }} |{% endfor %}
-
-|---|{% for f in curve_fractions %}---:|{% endfor %}
-
-| training tokens |{% for t in curve_tokens %} {{ t }} |{% endfor %}
-
-{% for c in curves %}
-| {{ c.label }} |{% for x in c.cells %} {{ x }} |{% endfor %}
-
-{% endfor %}
-
-Training sets are prefixes of the training text (whole sentences), encoded with the full run's vocabulary. Every neural point trains under the same small budget: once a prefix is larger than what the model can read in that budget, more data cannot help, and the neural curve flattens (or turns up) where a count model's keeps falling.
-{% for n in curve_notes %}
-
-{{ n }}
-{% endfor %}
-{% if plots.learning_curves %}
-
-![{{ plots.learning_curves.title }}]({{ plots.learning_curves.file }})
-{% endif %}
-{% else %}
-
-No learning curves in this run.
-{% endif %}
-
-"""
-
-HTML = r"""{% if curves %}
-<table id="curve-table" class="nosort">
-<tr><th>model</th>{% for f in curve_fractions %}<th>{{ f }}</th>{% endfor %}</tr>
-<tr><td class="note">training tokens</td>{% for t in curve_tokens %}<td class="num note">{{ t }}</td>{% endfor %}</tr>
-{% for c in curves %}
-<tr class="{{ c.family }}"><td>{{ c.label }}</td>{% for x in c.cells %}<td class="num">{{ x }}</td>{% endfor %}</tr>
-{% endfor %}
-</table>
-<p class="note">Training sets are prefixes of the training text (whole sentences), encoded with the full run's vocabulary. Every neural point trains under the same small budget: once a prefix is larger than what the model can read in that budget, more data cannot help, and the neural curve flattens (or turns up) where a count model's keeps falling.</p>
-{% for n in curve_notes %}<p class="note curve-note">{{ n }}</p>
-{% endfor %}
-{% if plots.learning_curves %}<figure><img id="plot-learning_curves" alt="{{ plots.learning_curves.title }}" src="data:image/png;base64,{{ plots.learning_curves.b64 }}"></figure>{% endif %}
-{% else %}<p>No learning curves in this run.</p>{% endif %}
-
-"""
-
-SECTION = Section(name="curves", anchor="curves", title=TITLE, html_title=HTML_TITLE, md=MD, html=HTML,
+SECTION = Section(name="curves", anchor="curves", title=TITLE, html_title=HTML_TITLE,
+                  md=fragment("curves.md.j2"), html=fragment("curves.html.j2"),
                   compute=compute, context=context, plots={"learning_curves": ("Learning curves", plots.learning_curves)})

@@ -3,9 +3,12 @@ model and each neural model; how long a history the text supports, and where the
 (the computing is :mod:`reports.experiments.infini_part`)."""
 from __future__ import annotations
 
+from markupsafe import Markup
+
 from .. import plots
 from ..formatting import fmt_fixed, fmt_ppl, fmt_share
-from .base import Section
+from ..html_tables import Cell, Row, Table
+from .base import Section, fragment
 
 
 def compute(run) -> None:
@@ -32,7 +35,30 @@ def context(results: dict) -> dict:
     if not sec:
         return {"infini": None}
     total = max(1, sum(sec["effective_n_hist"]))
-    return {"infini": {
+    out = _context(sec, total)
+
+    def mixed(a, b):
+        return Cell(f"{a} / {b}", Markup("{} / <b>{}</b>").format(a, b), cls="num")
+
+    out["table"] = Table("infini-table", INFINI_HEADER, [Row([
+        Cell(r["label"]), Cell(f"{r['lam_s']} / {r['lam_d']}", cls="num"), mixed(r["partner_valid"], r["valid"]),
+        mixed(r["partner_test"], r["test"])]) for r in out["rows"]])
+    out["by_n_table"] = Table("infini-by-n", BY_N_HEADER, [Row(
+        [Cell(r["n"]), Cell(r["label"])]
+        + [Cell(r[k], cls="num") for k in ("tokens", "share", "partner", "mixture", "gain")]) for r in out["by_n"]])
+    out["accuracy_table"] = Table("infini-accuracy", ACCURACY_HEADER, [Row(
+        [Cell(r["n"])] + [Cell(r[k], cls="num") for k in ("positions", "sampled", "accuracy")])
+        for r in out["accuracy"]])
+    return {"infini": out}
+
+
+INFINI_HEADER = ["mixture", "λ sparse / dense", "valid ppl: partner / mixed", "test ppl: partner / mixed"]
+BY_N_HEADER = ["effective n", "partner", "tokens", "share", "bits: partner", "bits: with ∞-gram", "gain"]
+ACCURACY_HEADER = ["effective n", "test tokens", "sampled", "∞-gram next-token accuracy"]
+
+
+def _context(sec: dict, total: int) -> dict:
+    return {
         "mean_n": fmt_fixed(sec["mean_effective_n"], 2), "max_n": sec["max_effective_n"],
         "zero": fmt_share(sec["zero_share"]), "sparse": fmt_share(sec["sparse_share"]),
         "sparse_correct": "–" if sec["sparse_correct"] is None else fmt_share(sec["sparse_correct"]),
@@ -48,66 +74,13 @@ def context(results: dict) -> dict:
         "accuracy": [{"n": sec["buckets"][r["effective_n"] - 1], "positions": f"{r['positions']:,}",
                       "sampled": f"{r['sampled']:,}", "accuracy": fmt_share(r["accuracy"])}
                      for r in sec.get("accuracy_by_n", [])],
-    }}
+    }
 
 
 TITLE = 'n → ∞: the ∞-gram'
 HTML_TITLE = 'n → ∞: the ∞-gram'
 
-MD = r"""{% if infini %}
 
-The ∞-gram (Liu et al., 2024) drops the fixed n: at every test token it uses the longest history that occurs in the training text ({{ infini.tokens }} tokens indexed in a suffix array, {{ infini.bytes }} bytes a token). Mean effective n on test: **{{ infini.mean_n }}** (longest: {{ infini.max_n }}). Alone it gives zero probability to {{ infini.zero }} of test tokens (the history was seen, never followed by the word), so it is mixed: one weight where its estimate is sparse (one continuation seen: {{ infini.sparse }} of tokens, right {{ infini.sparse_correct }} of the time), one elsewhere, tuned on valid.
-
-| mixture | λ sparse / dense | valid ppl: partner / mixed | test ppl: partner / mixed |
-|---|---:|---:|---:|
-{% for r in infini.rows %}
-| {{ r.label }} | {{ r.lam_s }} / {{ r.lam_d }} | {{ r.partner_valid }} / **{{ r.valid }}** | {{ r.partner_test }} / **{{ r.test }}** |
-{% endfor %}
-
-Bits per test token by effective n (gain > 0: the ∞-gram helps its partner there):
-
-| effective n | partner | tokens | share | bits: partner | bits: with ∞-gram | gain |
-|---|---|---:|---:|---:|---:|---:|
-{% for r in infini.by_n %}
-| {{ r.n }} | {{ r.label }} | {{ r.tokens }} | {{ r.share }} | {{ r.partner }} | {{ r.mixture }} | {{ r.gain }} |
-{% endfor %}
-
-The ∞-gram's own next-token accuracy (is the word the most frequent continuation of h'?) by effective n:
-
-| effective n | test tokens | sampled | accuracy |
-|---|---:|---:|---:|
-{% for r in infini.accuracy %}
-| {{ r.n }} | {{ r.positions }} | {{ r.sampled }} | {{ r.accuracy }} |
-{% endfor %}
-{% if plots.effective_n %}
-
-![{{ plots.effective_n.title }}]({{ plots.effective_n.file }})
-{% endif %}
-{% else %}
-
-No ∞-gram: it needs the compiled extension (see `docs/kenlm.md`) and a model to mix it with.
-{% endif %}
-
-"""
-
-HTML = r"""{% if infini %}
-<p>The ∞-gram (Liu et al., 2024) drops the fixed n: at every test token it uses the longest history that occurs in the training text ({{ infini.tokens }} tokens indexed in a suffix array, {{ infini.bytes }} bytes a token). Mean effective n on test: <b>{{ infini.mean_n }}</b> (longest: {{ infini.max_n }}). Alone it gives zero probability to {{ infini.zero }} of test tokens, so it is mixed: one weight where its estimate is sparse ({{ infini.sparse }} of tokens, right {{ infini.sparse_correct }} of the time), one elsewhere, tuned on valid.</p>
-<table id="infini-table">
-<tr><th>mixture</th><th>λ sparse / dense</th><th>valid ppl: partner / mixed</th><th>test ppl: partner / mixed</th></tr>
-{% for r in infini.rows %}<tr><td>{{ r.label }}</td><td class="num">{{ r.lam_s }} / {{ r.lam_d }}</td><td class="num">{{ r.partner_valid }} / <b>{{ r.valid }}</b></td><td class="num">{{ r.partner_test }} / <b>{{ r.test }}</b></td></tr>
-{% endfor %}</table>
-<table id="infini-by-n">
-<tr><th>effective n</th><th>partner</th><th>tokens</th><th>share</th><th>bits: partner</th><th>bits: with ∞-gram</th><th>gain</th></tr>
-{% for r in infini.by_n %}<tr><td>{{ r.n }}</td><td>{{ r.label }}</td><td class="num">{{ r.tokens }}</td><td class="num">{{ r.share }}</td><td class="num">{{ r.partner }}</td><td class="num">{{ r.mixture }}</td><td class="num">{{ r.gain }}</td></tr>
-{% endfor %}</table>
-<table id="infini-accuracy">
-<tr><th>effective n</th><th>test tokens</th><th>sampled</th><th>∞-gram next-token accuracy</th></tr>
-{% for r in infini.accuracy %}<tr><td>{{ r.n }}</td><td class="num">{{ r.positions }}</td><td class="num">{{ r.sampled }}</td><td class="num">{{ r.accuracy }}</td></tr>
-{% endfor %}</table>
-{% if plots.effective_n %}<figure><img id="plot-effective_n" alt="{{ plots.effective_n.title }}" src="data:image/png;base64,{{ plots.effective_n.b64 }}"></figure>{% endif %}
-{% else %}<p>No ∞-gram: it needs the compiled extension and a model to mix it with.</p>{% endif %}
-
-"""
-
-SECTION = Section(name="infini", anchor="infini", title=TITLE, html_title=HTML_TITLE, md=MD, html=HTML,
+SECTION = Section(name="infini", anchor="infini", title=TITLE, html_title=HTML_TITLE,
+                  md=fragment("infini.md.j2"), html=fragment("infini.html.j2"),
                   compute=compute, context=context, plots={"effective_n": ("n → ∞: effective n", plots.effective_n)})

@@ -6,9 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+from markupsafe import Markup
+
 from .. import plots
 from ..formatting import fmt_fixed
-from .base import Section
+from ..html_tables import Cell, Row, Table, bold
+from .base import Section, fragment
 
 
 def compute(run) -> None:
@@ -74,9 +77,26 @@ def context(results: dict) -> dict:
                   "kinds": [{"kind": k["kind"], "share": f"{100 * k['share']:.1f} %",
                              "gain": f"{k['bits_gained_per_token']:+.3f}"} for k in st["by_kind"] if k["tokens"]],
                   "tokens": st["top_tokens"][:5]} for st in lad["steps"]]
+        for j, st in enumerate(steps, start=1):
+            st["gain_table"] = Table(f"ladder-gain-{j}", ["kind of token", "share", "bits gained per token"], [
+                Row([Cell(k["kind"]), Cell(k["share"], cls="num"), Cell(k["gain"], cls="num")]) for k in st["kinds"]],
+                layout="compact")
+            st["tokens_table"] = Table(None, ["context", "token", "bits before", "bits after"], [Row([
+                Cell(f"… {t['context']}"), bold(t["token"]), Cell(f"{t['bits_before']:.2f}", cls="num"),
+                Cell(f"{t['bits_after']:.2f}", cls="num")]) for t in st["tokens"]], cls="nosort", layout="compact")
+        table = Table(f"ladder-{len(out) + 1}", LADDER_HEADER, [Row([
+            Cell(("" if r["rung"] else "(alone) ") + r["label"]),
+            Cell(f"{r['test']} ★", Markup("<b>{} ★</b>").format(r["test"]), value=r["test_v"], cls="num") if r["star"]
+            else Cell(r["test"], value=r["test_v"], cls="num"),
+            Cell(r["ci"], cls="num"), Cell(r["valid"], cls="num"), Cell(r["bits"], cls="num"),
+            Cell(r["extra"], value=r["extra_v"], cls="num"), Cell(r["params"])], cls=r["family"]) for r in rows],
+            layout="body")
         out.append({"label": lad["model_label"], "id": lad["model_id"], "rows": rows, "steps": steps,
-                    "seconds": _fmt_s(lad["adaptation_seconds"])})
+                    "seconds": _fmt_s(lad["adaptation_seconds"]), "table": table})
     return {"ladder": out}
+
+
+LADDER_HEADER = ["rung", "test ppl", "95 % CI", "valid ppl", "bits/token", "extra time", "parameters"]
 
 
 def figure(results: dict) -> Optional[bytes]:
@@ -108,64 +128,7 @@ def figure(results: dict) -> Optional[bytes]:
 TITLE = "The ladder: count ideas inside neural models"
 HTML_TITLE = TITLE
 
-MD = r"""{% if ladder %}
 
-Each rung adds one idea to the one before, on the same test tokens, every weight tuned on valid: a neural cache over the model's states (Grave et al. 2017), dynamic evaluation (Krause et al. 2018), the n-gram model with one global weight, then with weights that depend on how much of the history the n-gram model knows, then the ∞-gram.
-{% for lad in ladder %}
-
-**{{ lad.label }}** (adaptation and scoring {{ lad.seconds }})
-
-| rung | test ppl | 95 % CI | valid ppl | bits/token | extra time | parameters |
-|---|---:|---:|---:|---:|---:|---|
-{% for r in lad.rows %}
-| {% if not r.rung %}(alone) {% endif %}{{ r.label }} | {{ r.test }}{% if r.star %} ★{% endif %} | {{ r.ci }} | {{ r.valid }} | {{ r.bits }} | {{ r.extra }} | {{ r.params }} |
-{% endfor %}
-{% if loop.first %}
-{% for st in lad.steps %}
-
-*{{ st.title }}*: {{ st.mean }} bits per token; by kind of token: {% for k in st.kinds %}{{ k.kind }} {{ k.gain }}{% if not loop.last %}; {% endif %}{% endfor %}.
-{% endfor %}
-{% endif %}
-{% endfor %}
-{% if plots.ladder %}
-
-![{{ plots.ladder.title }}]({{ plots.ladder.file }})
-{% endif %}
-{% else %}
-
-Not run: `ngramlm compare CORPUS --ladder` climbs it for each neural model (`--checkpoint MODEL.pt` adopts a model trained elsewhere).
-{% endif %}
-
-"""
-
-HTML = r"""{% if ladder %}
-<p class="note">Each rung adds one idea to the one before, on the same test tokens, every weight tuned on valid: a neural cache over the model's states (Grave et al. 2017), dynamic evaluation (Krause et al. 2018), the n-gram model with one global weight, then with weights that depend on how much of the history the n-gram model knows, then the ∞-gram.</p>
-{% for lad in ladder %}
-<p><b>{{ lad.label }}</b> (adaptation and scoring {{ lad.seconds }})</p>
-<table id="ladder-{{ loop.index }}">
-<thead><tr><th>rung</th><th>test ppl</th><th>95 % CI</th><th>valid ppl</th><th>bits/token</th><th>extra time</th><th>parameters</th></tr></thead>
-<tbody>
-{% for r in lad.rows %}<tr class="{{ r.family }}"><td>{% if not r.rung %}(alone) {% endif %}{{ r.label }}</td><td class="num" data-v="{{ r.test_v }}">{% if r.star %}<b>{{ r.test }} ★</b>{% else %}{{ r.test }}{% endif %}</td><td class="num">{{ r.ci }}</td><td class="num">{{ r.valid }}</td><td class="num">{{ r.bits }}</td><td class="num" data-v="{{ r.extra_v }}">{{ r.extra }}</td><td>{{ r.params }}</td></tr>
-{% endfor %}
-</tbody>
-</table>
-{% if loop.first %}
-{% for st in lad.steps %}
-<details><summary>{{ st.title }}: {{ st.mean }} bits per token</summary>
-<table id="ladder-gain-{{ loop.index }}"><thead><tr><th>kind of token</th><th>share</th><th>bits gained per token</th></tr></thead><tbody>
-{% for k in st.kinds %}<tr><td>{{ k.kind }}</td><td class="num">{{ k.share }}</td><td class="num">{{ k.gain }}</td></tr>
-{% endfor %}</tbody></table>
-<table class="nosort"><thead><tr><th>context</th><th>token</th><th>bits before</th><th>bits after</th></tr></thead><tbody>
-{% for t in st.tokens %}<tr><td>… {{ t.context }}</td><td><b>{{ t.token }}</b></td><td class="num">{{ "%.2f"|format(t.bits_before) }}</td><td class="num">{{ "%.2f"|format(t.bits_after) }}</td></tr>
-{% endfor %}</tbody></table>
-</details>
-{% endfor %}
-{% endif %}
-{% endfor %}
-{% if plots.ladder %}<figure><img id="plot-ladder" alt="{{ plots.ladder.title }}" src="data:image/png;base64,{{ plots.ladder.b64 }}"></figure>{% endif %}
-{% else %}<p class="note">Not run: <code>ngramlm compare CORPUS --ladder</code> climbs it for each neural model (<code>--checkpoint MODEL.pt</code> adopts a model trained elsewhere).</p>{% endif %}
-
-"""
-
-SECTION = Section(name="ladder", anchor="ladder", title=TITLE, html_title=HTML_TITLE, md=MD, html=HTML,
+SECTION = Section(name="ladder", anchor="ladder", title=TITLE, html_title=HTML_TITLE,
+                  md=fragment("ladder.md.j2"), html=fragment("ladder.html.j2"),
                   compute=compute, context=context, plots={"ladder": ("The ladder: test perplexity per rung", figure)})

@@ -6,7 +6,8 @@ from typing import Optional
 
 from .. import plots
 from ..formatting import fmt_fixed, fmt_ppl
-from .base import Section
+from ..html_tables import Cell, Row, Table
+from .base import Section, fragment
 
 
 def _grid_cell(r: Optional[dict]) -> dict:
@@ -53,43 +54,17 @@ def context(results: dict) -> dict:
             grid.append({"model": r["id"], "label": r["label"],
                          "cells": [{"text": "", "title": ""}] * len(orders) + [_infini_cell(r)]})
         orders = orders + ["∞"]
-    return {"orders": orders, "grid": grid}
+    table = Table("order-table", ["smoother"] + [f"n={o}" for o in orders], [
+        Row([Cell(g["label"])] + [Cell(c["text"], cls="num", title=c["title"]) for c in g["cells"]]) for g in grid])
+    return {"orders": orders, "grid": grid, "order_table": table}
 
 
 TITLE = 'Perplexity against order (test)'
 HTML_TITLE = 'Perplexity against order (test)'
 
-MD = r"""
-| smoother |{% for o in orders %} n={{ o }} |{% endfor %}
 
-|---|{% for o in orders %}---:|{% endfor %}
-
-{% for g in grid %}
-| {{ g.label }} |{% for c in g.cells %} {{ c.text }} |{% endfor %}
-
-{% endfor %}
-{% if plots.perplexity_by_order %}
-
-![{{ plots.perplexity_by_order.title }}]({{ plots.perplexity_by_order.file }})
-{% endif %}
-{% if plots.count_spectrum %}
-
-![{{ plots.count_spectrum.title }}]({{ plots.count_spectrum.file }})
-{% endif %}
-
-"""
-
-HTML = r"""<table id="order-table">
-<tr><th>smoother</th>{% for o in orders %}<th>n={{ o }}</th>{% endfor %}</tr>
-{% for g in grid %}
-<tr><td>{{ g.label }}</td>{% for c in g.cells %}<td class="num" title="{{ c.title }}">{{ c.text }}</td>{% endfor %}</tr>
-{% endfor %}
-</table>
-{% if plots.perplexity_by_order %}<figure><img id="plot-perplexity_by_order" alt="{{ plots.perplexity_by_order.title }}" src="data:image/png;base64,{{ plots.perplexity_by_order.b64 }}"></figure>{% endif %}
-{% if plots.count_spectrum %}<figure><img id="plot-count_spectrum" alt="{{ plots.count_spectrum.title }}" src="data:image/png;base64,{{ plots.count_spectrum.b64 }}"></figure>{% endif %}
-
-"""
-
-SECTION = Section(name="orders", anchor="orders", title=TITLE, html_title=HTML_TITLE, md=MD, html=HTML, context=context,
+SECTION = Section(name="orders", anchor="orders", title=TITLE, html_title=HTML_TITLE,
+                  md=fragment("orders.md.j2"), html=fragment("orders.html.j2"),
+                  context=context,
                   plots={"perplexity_by_order": ("Perplexity against order", plots.perplexity_by_order),
                          "count_spectrum": ("Count of counts", plots.count_spectrum)})

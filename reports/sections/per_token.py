@@ -7,7 +7,7 @@ from typing import Optional
 
 from ..experiments import analysis
 from ..formatting import fmt_fixed
-from .base import Section
+from .base import Section, fragment
 
 
 def compute(run) -> None:
@@ -83,37 +83,7 @@ def context(results: dict) -> dict:
 TITLE = 'Per-token surprisal on a test passage'
 HTML_TITLE = 'Per-token surprisal on a test passage'
 
-MD = r"""{% if passage %}
 
-Passage: {{ passage.rule }} (test sentences {{ passage.sentences[0] + 1 }}–{{ passage.sentences[1] }}). Bits = −log2 p of each token; report.html colours them.
-
-| token |{% for t in passage.totals %} {{ t.label }} |{% endfor %}
-
-|---|{% for t in passage.totals %}---:|{% endfor %}
-
-{% for tok in passage.tokens %}
-| `{{ tok.text }}` |{% for c in tok.cells %} {{ c.bits }} |{% endfor %}
-
-{% endfor %}
-| **total bits** |{% for t in passage.totals %} **{{ t.total_text }}** |{% endfor %}
-
-{% endif %}
-
-"""
-
-HTML = r"""{% if passage %}
-<p class="note">Passage: {{ passage.rule }} (test sentences {{ passage.sentences[0] + 1 }}–{{ passage.sentences[1] }}). Each box is a token; under it, one cell per model, coloured by its surprisal −log<sub>2</sub> p in bits (hover for p).
-Rows, top to bottom: {% for t in passage.totals %}<b>{{ t.label }}</b> ({{ t.total_text }} bits in all){% if not loop.last %}, {% endif %}{% endfor %}.</p>
-<p class="legend">{% for b in [0, 2, 4, 6, 8, 10, 12, 14, 16] %}<span style="background: hsl(0, 85%, {{ 100 - (62 * b / 16)|round|int }}%)">{{ b }}</span>{% endfor %} bits</p>
-<div class="tokens" id="surprisal-view">
-<div class="tok rowlabels"><span class="w">model</span>{% for t in passage.totals %}<span class="b" title="{{ t.label }}">{{ t.short }}</span>{% endfor %}</div>
-{% for tok in passage.tokens %}
-<div class="tok"><span class="w">{{ tok.text }}</span>{% for c in tok.cells %}<span class="b" style="background: {{ c.colour }}" title="{{ c.title }}">{{ c.bits }}</span>{% endfor %}</div>
-{% endfor %}
-</div>
-{% else %}<p>No passage.</p>{% endif %}
-
-"""
-
-SECTION = Section(name="per_token", anchor="per-token", title=TITLE, html_title=HTML_TITLE, md=MD, html=HTML,
+SECTION = Section(name="per_token", anchor="per-token", title=TITLE, html_title=HTML_TITLE,
+                  md=fragment("per_token.md.j2"), html=fragment("per_token.html.j2"),
                   compute=compute, context=context)

@@ -9,7 +9,8 @@ from typing import Optional
 
 from .. import plots
 from ..formatting import fmt_fixed
-from .base import Section
+from ..html_tables import Cell, Row, Table
+from .base import Section, fragment
 
 FRACTIONS = (1.0, 0.5, 0.1, 0.01)
 
@@ -112,7 +113,15 @@ def context(results: dict) -> dict:
              "rise": ("–" if r is full else f"{100 * (r['test']['ppl'] / full['test']['ppl'] - 1):+.1f} %"),
              "mb": f"{r['kenlm_trie_q8_bytes'] / 1e6:.2f}", "mb_v": r["kenlm_trie_q8_bytes"],
              "threshold": "–" if not r["threshold"] else f"{r['threshold']:.2e}"} for r in sec["rows"]]
-    return {"pruning": {"label": sec["label"], "rows": rows, "unigrams": f"{full['unigrams']:,}"}}
+    table = Table("pruning", PRUNING_HEADER, [Row([
+        Cell(r["share"]), Cell(r["ngrams"], cls="num"), Cell(r["test"], value=r["test_v"], cls="num"),
+        Cell(r["rise"], cls="num"), Cell(r["valid"], cls="num"), Cell(r["mb"], value=r["mb_v"], cls="num"),
+        Cell(r["threshold"], cls="num")], cls="ngram") for r in rows], layout="body")
+    return {"pruning": {"label": sec["label"], "rows": rows, "unigrams": f"{full['unigrams']:,}", "table": table}}
+
+
+PRUNING_HEADER = ["n-grams kept", "n-grams (orders ≥ 2)", "test ppl", "vs full", "valid ppl", "KenLM trie (MB)",
+                  "threshold"]
 
 
 def figure(results: dict) -> Optional[bytes]:
@@ -139,44 +148,8 @@ def figure(results: dict) -> Optional[bytes]:
 TITLE = "Perplexity against size: pruning"
 HTML_TITLE = TITLE
 
-_NOTE = ("The best back-off n-gram model entropy-pruned (Stolcke) to a share of its n-grams of orders ≥ 2 "
-         "(`ngramlm prune --size`: the threshold is searched for; unigrams stay), scored on the same test tokens. "
-         "The size is the KenLM binary a speech decoder would load: `ngramlm build-binary trie -q 8 -b 8 -a 22`.")
 
-MD = r"""{% if pruning %}
-
-""" + _NOTE + r""" Model: **{{ pruning.label }}** ({{ pruning.unigrams }} unigrams).
-
-| n-grams kept | n-grams (orders ≥ 2) | test ppl | vs full | valid ppl | KenLM trie (MB) | threshold |
-|---|---:|---:|---:|---:|---:|---:|
-{% for r in pruning.rows %}
-| {{ r.share }} | {{ r.ngrams }} | {{ r.test }} | {{ r.rise }} | {{ r.valid }} | {{ r.mb }} | {{ r.threshold }} |
-{% endfor %}
-{% if plots.pruning %}
-
-![{{ plots.pruning.title }}]({{ plots.pruning.file }})
-{% endif %}
-{% else %}
-
-Not run: it needs a back-off n-gram model of order 2 or more (`--no-prune-curve` turns it off).
-{% endif %}
-
-"""
-
-HTML = r"""{% if pruning %}
-<p class="note">""" + _NOTE.replace("`", "") + r""" Model: <b>{{ pruning.label }}</b> ({{ pruning.unigrams }} unigrams).</p>
-<table id="pruning">
-<thead><tr><th>n-grams kept</th><th>n-grams (orders ≥ 2)</th><th>test ppl</th><th>vs full</th><th>valid ppl</th><th>KenLM trie (MB)</th><th>threshold</th></tr></thead>
-<tbody>
-{% for r in pruning.rows %}<tr class="ngram"><td>{{ r.share }}</td><td class="num">{{ r.ngrams }}</td><td class="num" data-v="{{ r.test_v }}">{{ r.test }}</td><td class="num">{{ r.rise }}</td><td class="num">{{ r.valid }}</td><td class="num" data-v="{{ r.mb_v }}">{{ r.mb }}</td><td class="num">{{ r.threshold }}</td></tr>
-{% endfor %}
-</tbody>
-</table>
-{% if plots.pruning %}<figure><img id="plot-pruning" alt="{{ plots.pruning.title }}" src="data:image/png;base64,{{ plots.pruning.b64 }}"></figure>{% endif %}
-{% else %}<p class="note">Not run: it needs a back-off n-gram model of order 2 or more (--no-prune-curve turns it off).</p>{% endif %}
-
-"""
-
-SECTION = Section(name="pruning", anchor="pruning", title=TITLE, html_title=HTML_TITLE, md=MD, html=HTML,
+SECTION = Section(name="pruning", anchor="pruning", title=TITLE, html_title=HTML_TITLE,
+                  md=fragment("pruning.md.j2"), html=fragment("pruning.html.j2"),
                   compute=compute, context=context,
                   plots={"pruning": ("Perplexity against size: entropy pruning", figure)})

@@ -12,11 +12,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
+from markupsafe import Markup
+
 from .. import plots
 from ..experiments import bootstrap
 from ..experiments.analysis import undertrained_reason
 from ..formatting import describe_budget, fmt_fixed, fmt_share
-from .base import Section
+from ..html_tables import Cell, Row, Table, bold
+from .base import Section, fragment
 
 WORD = "word"  # the corpus's own tokenizer (whitespace for PTB, cjk for hongloumeng ...)
 
@@ -177,9 +180,45 @@ def context(results: dict) -> dict:
     tops = [{"tokenizer": r["describe"], "top": {n: ", ".join(f"{g} ({c:,})" for g, c in grams)
                                                  for n, grams in (r.get("zipf") or {}).get("top", {}).items()}}
             for r in rows if r.get("zipf")]
-    return {"tokenizations": {"smoother": sec["smoother"], "orders": list(range(1, n_max + 1)), "table": table,
+    orders = list(range(1, n_max + 1))
+    return {"tokenizations": {"smoother": sec["smoother"], "orders": orders, "table": table,
                               "walls": walls, "bytes": f"{rows[0]['test_bytes']:,}" if rows else "–",
-                              "ranking": ranking, "tops": tops}}
+                              "ranking": ranking, "tops": tops, **_tables(orders, table, walls, ranking, tops)}}
+
+
+RANKING_HEADER = ["rank", "tokenization", "model", "test bits/byte", "95 % CI", "test ppl per token"]
+TOP_HEADER = ["tokenization", "top-10 unigrams in train", "top-10 bigrams", "top-10 trigrams"]
+
+
+def _tables(orders: list, table: list, walls: list, ranking: list, tops: list) -> dict:
+    """The section's four HTML tables (and their CSV files): the ranking, bits per byte against n, the
+    unseen test n-grams against n, the most frequent n-grams."""
+    def model(x) -> Cell:
+        if not x["flag"]:
+            return Cell(x["model"])
+        return Cell(f"{x['model']} ⚠ {x['flag']}",
+                    Markup('{} <span class="note">⚠ {}</span>').format(x["model"], x["flag"]))
+
+    ranking_table = Table("tokenizations-ranking", RANKING_HEADER, [Row([
+        Cell(x["rank"], cls="num"), Cell(x["tokenizer"]), model(x),
+        Cell(x["bpb_text"] + (" ★" if x["is_best"] else ""), value="" if x["v_bpb"] is None else x["v_bpb"],
+             cls="num best" if x["is_best"] else "num"),
+        Cell(x["ci_text"], cls="num"), Cell(x["ppl_text"], cls="num")],
+        cls=x["family"], attrs={"data-undertrained": "1"} if x["flag"] else {}) for x in ranking], layout="body")
+    header = ["tokenizer", "V", "test tokens", "bytes/token",
+              Cell("test <unk>", title=Markup("test tokens outside the vocabulary"))]
+    bits_table = Table("tokenizations-table", header + [f"n={o}" for o in orders] + ["best n", "best bits/byte"], [Row(
+        [Cell(t["tokenizer"])] + [Cell(t[k], cls="num") for k in ("V", "tokens", "bytes_per_token", "unk")]
+        + [(bold if c["best"] else Cell)(c["text"], cls="num", title=c["title"]) for c in t["cells"]]
+        + [Cell(t["best_order"], cls="num"),
+           Cell(f"{t['best']} ★", Markup("<b>{}</b> ★").format(t["best"]), cls="num") if t["is_best"] else
+           Cell(t["best"], cls="num")]) for t in table])
+    wall_table = Table("tokenizations-wall", ["test n-grams unseen in train"] + [f"n={o}" for o in orders], [Row(
+        [Cell(w["tokenizer"])] + [Cell(c, cls="num") for c in w["cells"]]) for w in walls])
+    top_table = Table("tokenizations-top", TOP_HEADER, [Row(
+        [Cell(t["tokenizer"])] + [Cell(t["top"].get(n, ""), cls="grams") for n in ("1", "2", "3")]) for t in tops],
+        layout="body")
+    return {"ranking_table": ranking_table, "bits_table": bits_table, "wall_table": wall_table, "top_table": top_table}
 
 
 def figure(results: dict) -> Optional[bytes]:
@@ -236,97 +275,9 @@ def zipf_figure(results: dict) -> Optional[bytes]:
 TITLE = "Tokenizations: bits per byte against n"
 HTML_TITLE = "Tokenizations: bits per byte against n"
 
-MD = r"""{% if tokenizations %}
-Every family on every tokenization, ranked by test bits per byte (B = {{ tokenizations.bytes }} UTF-8 bytes, the same for every tokenizer); the n-gram model at its best order on valid; 95 % bootstrap intervals by test sentence. A neural model marked ⚠ is undertrained there (not a result).
 
-| rank | tokenization | model | test bits/byte | 95 % CI | test ppl per token |
-|---:|---|---|---:|---:|---:|
-{% for x in tokenizations.ranking %}
-| {{ x.rank }} | {{ x.tokenizer }} | {{ x.model }}{% if x.flag %} ⚠ {{ x.flag }}{% endif %} | {% if x.is_best %}**{{ x.bpb_text }}**{% else %}{{ x.bpb_text }}{% endif %} | {{ x.ci_text }} | {{ x.ppl_text }} |
-{% endfor %}
-
-{{ tokenizations.smoother }} at every order on each tokenization of the same text, in test bits per byte (B = {{ tokenizations.bytes }} UTF-8 bytes, the same for every tokenizer); the best order of each (chosen on valid) is marked **bold**.
-
-| tokenizer | V | test tokens | bytes/token | test `<unk>` |{% for o in tokenizations.orders %} n={{ o }} |{% endfor %} best n | best bits/byte |
-|---|---:|---:|---:|---:|{% for o in tokenizations.orders %}---:|{% endfor %}---:|---:|
-{% for t in tokenizations.table %}
-| {{ t.tokenizer }} | {{ t.V }} | {{ t.tokens }} | {{ t.bytes_per_token }} | {{ t.unk }} |{% for c in t.cells %} {% if c.best %}**{{ c.text }}**{% else %}{{ c.text }}{% endif %} |{% endfor %} {{ t.best_order }} | {% if t.is_best %}**{{ t.best }}**{% else %}{{ t.best }}{% endif %} |
-{% endfor %}
-
-A test token outside the vocabulary is `<unk>`, one cheap event instead of its spelling: a tokenization with many (words) pays less than the text costs, so its bits per byte are a lower bound; characters, bytes and subwords spell (nearly) everything.
-
-Test n-grams unseen in train, of the V^n possible:
-
-| tokenizer |{% for o in tokenizations.orders %} n={{ o }} |{% endfor %}
-
-|---|{% for o in tokenizations.orders %}---:|{% endfor %}
-
-{% for w in tokenizations.walls %}
-| {{ w.tokenizer }} |{% for c in w.cells %} {{ c }} |{% endfor %}
-
-{% endfor %}
-{% if plots.tokenizations %}
-
-![{{ plots.tokenizations.title }}]({{ plots.tokenizations.file }})
-{% endif %}
-
-The most frequent n-grams of each tokenization in train (with the sentence boundaries the models count):
-
-| tokenization | top-10 unigrams | top-10 bigrams | top-10 trigrams |
-|---|---|---|---|
-{% for t in tokenizations.tops %}
-| {{ t.tokenizer }} | {{ t.top.get("1", "") }} | {{ t.top.get("2", "") }} | {{ t.top.get("3", "") }} |
-{% endfor %}
-{% if plots.zipf_tokenizations %}
-
-![{{ plots.zipf_tokenizations.title }}]({{ plots.zipf_tokenizations.file }})
-{% endif %}
-{% else %}
-Not run: `ngramlm compare CORPUS --tokenizers word,bpe:8000,char` compares tokenizations of the text in bits per byte.
-{% endif %}
-
-"""
-
-HTML = r"""{% if tokenizations %}
-<p>Every family on every tokenization, ranked by test bits per byte (B = {{ tokenizations.bytes }} UTF-8 bytes, the same for every tokenizer); the n-gram model at its best order on valid; 95 % bootstrap intervals by test sentence. A neural model marked ⚠ is undertrained there: not a result.</p>
-<table id="tokenizations-ranking">
-<thead><tr><th>rank</th><th>tokenization</th><th>model</th><th>test bits/byte</th><th>95 % CI</th><th>test ppl per token</th></tr></thead>
-<tbody>
-{% for x in tokenizations.ranking %}
-<tr class="{{ x.family }}"{% if x.flag %} data-undertrained="1"{% endif %}><td class="num">{{ x.rank }}</td><td>{{ x.tokenizer }}</td><td>{{ x.model }}{% if x.flag %} <span class="note">⚠ {{ x.flag }}</span>{% endif %}</td><td class="num{% if x.is_best %} best{% endif %}" data-v="{{ x.v_bpb if x.v_bpb is not none else "" }}">{{ x.bpb_text }}{% if x.is_best %} ★{% endif %}</td><td class="num">{{ x.ci_text }}</td><td class="num">{{ x.ppl_text }}</td></tr>
-{% endfor %}
-</tbody>
-</table>
-<p>{{ tokenizations.smoother }} at every order on each tokenization of the same text, in test bits per byte (B = {{ tokenizations.bytes }} UTF-8 bytes, the same for every tokenizer); the best order of each (chosen on valid) is in bold, the best tokenization marked.</p>
-<table id="tokenizations-table">
-<tr><th>tokenizer</th><th>V</th><th>test tokens</th><th>bytes/token</th><th title="test tokens outside the vocabulary">test &lt;unk&gt;</th>{% for o in tokenizations.orders %}<th>n={{ o }}</th>{% endfor %}<th>best n</th><th>best bits/byte</th></tr>
-{% for t in tokenizations.table %}
-<tr><td>{{ t.tokenizer }}</td><td class="num">{{ t.V }}</td><td class="num">{{ t.tokens }}</td><td class="num">{{ t.bytes_per_token }}</td><td class="num">{{ t.unk }}</td>{% for c in t.cells %}<td class="num" title="{{ c.title }}">{% if c.best %}<b>{{ c.text }}</b>{% else %}{{ c.text }}{% endif %}</td>{% endfor %}<td class="num">{{ t.best_order }}</td><td class="num">{% if t.is_best %}<b>{{ t.best }}</b> ★{% else %}{{ t.best }}{% endif %}</td></tr>
-{% endfor %}
-</table>
-<p class="note">A test token outside the vocabulary is &lt;unk&gt;, one cheap event instead of its spelling: a tokenization with many (words) pays less than the text costs, so its bits per byte are a lower bound; characters, bytes and subwords spell (nearly) everything.</p>
-<table id="tokenizations-wall">
-<tr><th>test n-grams unseen in train</th>{% for o in tokenizations.orders %}<th>n={{ o }}</th>{% endfor %}</tr>
-{% for w in tokenizations.walls %}
-<tr><td>{{ w.tokenizer }}</td>{% for c in w.cells %}<td class="num">{{ c }}</td>{% endfor %}</tr>
-{% endfor %}
-</table>
-{% if plots.tokenizations %}<figure><img id="plot-tokenizations" alt="{{ plots.tokenizations.title }}" src="data:image/png;base64,{{ plots.tokenizations.b64 }}"></figure>{% endif %}
-<table id="tokenizations-top">
-<thead><tr><th>tokenization</th><th>top-10 unigrams in train</th><th>top-10 bigrams</th><th>top-10 trigrams</th></tr></thead>
-<tbody>
-{% for t in tokenizations.tops %}<tr><td>{{ t.tokenizer }}</td><td class="grams">{{ t.top.get("1", "") }}</td><td class="grams">{{ t.top.get("2", "") }}</td><td class="grams">{{ t.top.get("3", "") }}</td></tr>
-{% endfor %}
-</tbody>
-</table>
-{% if plots.zipf_tokenizations %}<figure><img id="plot-zipf-tokenizations" alt="{{ plots.zipf_tokenizations.title }}" src="data:image/png;base64,{{ plots.zipf_tokenizations.b64 }}"></figure>{% endif %}
-{% else %}
-<p class="note">Not run: <code>ngramlm compare CORPUS --tokenizers word,bpe:8000,char</code> compares tokenizations of the text in bits per byte.</p>
-{% endif %}
-
-"""
-
-SECTION = Section(name="tokenizations", anchor="tokenizations", title=TITLE, html_title=HTML_TITLE, md=MD, html=HTML,
+SECTION = Section(name="tokenizations", anchor="tokenizations", title=TITLE, html_title=HTML_TITLE,
+                  md=fragment("tokenizations.md.j2"), html=fragment("tokenizations.html.j2"),
                   compute=compute, context=context,
                   plots={"tokenizations": ("Bits per byte and the V^n wall per tokenization", figure),
                          "zipf_tokenizations": ("Zipf's rank-frequency plot per tokenization", zipf_figure)})

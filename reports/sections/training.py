@@ -7,7 +7,8 @@ from typing import Optional
 
 from .. import plots
 from ..formatting import fmt_fixed
-from .base import Section
+from ..html_tables import Cell, Row, Table
+from .base import Section, fragment
 
 
 def _curves(results: dict) -> list:
@@ -31,7 +32,14 @@ def context(results: dict) -> dict:
                      "last_train": fmt_fixed(trains[-1], 2) if trains else "–",
                      "trend": "still falling at the end: more budget would help" if falling else
                      ("one validation only" if len(h) < 2 else "flat or rising at the end")})
-    return {"training": rows}
+    numbers = ("epochs", "points", "best_valid", "best_epoch", "last_train")
+    table = Table("training-table", TRAINING_HEADER, [Row(
+        [Cell(t["label"])] + [Cell(t[k], cls="num") for k in numbers] + [Cell(t["trend"])], cls="neural")
+        for t in rows], layout="body")
+    return {"training": rows, "training_table": table}
+
+
+TRAINING_HEADER = ["model", "epochs", "validations", "best valid ppl", "at epoch", "last train ppl", "at the end"]
 
 
 def figure(results: dict) -> Optional[bytes]:
@@ -60,39 +68,7 @@ def figure(results: dict) -> Optional[bytes]:
 TITLE = "Training curves"
 HTML_TITLE = "Training curves"
 
-MD = r"""{% if training %}
 
-Each neural model's perplexity at every validation: on valid, and on its own training batches since the previous one (dropout on, the weights still moving, so it reads higher than a clean pass would).
-
-| model | epochs | validations | best valid ppl | at epoch | last train ppl | at the end |
-|---|---:|---:|---:|---:|---:|---|
-{% for t in training %}
-| {{ t.label }} | {{ t.epochs }} | {{ t.points }} | {{ t.best_valid }} | {{ t.best_epoch }} | {{ t.last_train }} | {{ t.trend }} |
-{% endfor %}
-{% if plots.training %}
-
-![{{ plots.training.title }}]({{ plots.training.file }})
-{% endif %}
-{% else %}
-
-No neural model with a recorded history in this run.
-{% endif %}
-
-"""
-
-HTML = r"""{% if training %}
-<p class="note">Each neural model's perplexity at every validation: on valid, and on its own training batches since the previous one (dropout on, the weights still moving, so it reads higher than a clean pass would).</p>
-<table id="training-table">
-<thead><tr><th>model</th><th>epochs</th><th>validations</th><th>best valid ppl</th><th>at epoch</th><th>last train ppl</th><th>at the end</th></tr></thead>
-<tbody>
-{% for t in training %}<tr class="neural"><td>{{ t.label }}</td><td class="num">{{ t.epochs }}</td><td class="num">{{ t.points }}</td><td class="num">{{ t.best_valid }}</td><td class="num">{{ t.best_epoch }}</td><td class="num">{{ t.last_train }}</td><td>{{ t.trend }}</td></tr>
-{% endfor %}
-</tbody>
-</table>
-{% if plots.training %}<figure><img id="plot-training" alt="{{ plots.training.title }}" src="data:image/png;base64,{{ plots.training.b64 }}"></figure>{% endif %}
-{% else %}<p class="note">No neural model with a recorded history in this run.</p>{% endif %}
-
-"""
-
-SECTION = Section(name="training", anchor="training", title=TITLE, html_title=HTML_TITLE, md=MD, html=HTML,
+SECTION = Section(name="training", anchor="training", title=TITLE, html_title=HTML_TITLE,
+                  md=fragment("training.md.j2"), html=fragment("training.html.j2"),
                   context=context, plots={"training": ("Training curves", figure)})
