@@ -29,8 +29,8 @@ def _source_copy(dst: Path) -> Path:
         shutil.copy2(REPO / name, dst / name)
     import tomllib  # the packages pyproject.toml installs: a package added there is copied too
 
-    listed = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]["packages"]
-    for pkg in sorted({p.split(".")[0] for p in listed}):
+    listed = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]["packages"]["find"]
+    for pkg in sorted({p.split(".")[0].rstrip("*") for p in listed["include"]}):
         shutil.copytree(REPO / pkg, dst / pkg, ignore=shutil.ignore_patterns(
             "__pycache__", "*.so", "*.pyd", "_fast.c", "*.egg-info"))
     return dst
@@ -81,6 +81,7 @@ def test_build_ext_without_a_compiler_succeeds_without_the_extension(tmp_path):
     assert "circular import" not in r.stdout
 
 
+@pytest.mark.slow
 @_needs("Cython", "setuptools")
 def test_a_wheel_without_a_compiler_is_pure_and_one_with_it_carries_the_extension(tmp_path):
     src = _source_copy(tmp_path / "src")
@@ -92,6 +93,10 @@ def test_a_wheel_without_a_compiler_is_pure_and_one_with_it_carries_the_extensio
     (whl,) = pure.glob("ngramlm-*.whl")
     names = zipfile.ZipFile(whl).namelist()
     assert "ngramlm/infini/sa_search.py" in names and "ngramlm/infini/index.py" in names
+    # The reports' Jinja templates are package data: a wheel without them renders no report.
+    templates = sorted(str(p.relative_to(REPO).as_posix()) for p in (REPO / "reports").rglob("*.j2"))
+    assert {"reports/render/templates/head.html.j2", "reports/sections/templates/orders.md.j2"} <= set(templates)
+    assert [t for t in templates if t not in names] == []
     assert not [n for n in names if n.startswith("ngramlm/_fast") and n.endswith((".so", ".pyd"))]
     if not _compiler_works():
         pytest.skip("no working C compiler here to build the compiled wheel")
@@ -101,3 +106,33 @@ def test_a_wheel_without_a_compiler_is_pure_and_one_with_it_carries_the_extensio
     assert r.returncode == 0, r.stdout + r.stderr
     (whl,) = built.glob("ngramlm-*.whl")
     assert [n for n in zipfile.ZipFile(whl).namelist() if n.startswith("ngramlm/_fast") and n.endswith(".so")]
+
+
+def test_the_metadata_gives_ranges_and_ci_pins_the_versions_it_tests():
+    """pyproject.toml's dependencies are ranges (no ``==``: an exact pin there would refuse every other
+    release to every user); the exact versions CI tests are in .ci/constraints.txt, each inside the range
+    the metadata gives, and .ci/run installs with them.  The ∞-gram's pydivsufsort is an extra."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["project"]
+    reqs = [Requirement(r) for r in project["dependencies"]]
+    reqs += [Requirement(r) for extra in project["optional-dependencies"].values() for r in extra]
+    assert not [str(r) for r in reqs if any(s.operator in ("==", "===") for s in r.specifier)]
+    assert [str(r) for r in project["optional-dependencies"]["infini"]] == ["pydivsufsort>=0.0.20"]
+    assert not [r for r in project["dependencies"] if r.startswith("pydivsufsort")]
+    pins = {}
+    for line in (REPO / ".ci" / "constraints.txt").read_text("utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            r = Requirement(line)
+            (spec,) = r.specifier
+            assert spec.operator == "==", line
+            pins[r.name.lower()] = spec.version
+    assert {"torch", "sacrebleu", "tokenizers", "pydivsufsort", "dask", "distributed"} <= set(pins)
+    for r in reqs:
+        if r.name.lower() in pins:
+            assert r.specifier.contains(pins[r.name.lower()]), (str(r), pins[r.name.lower()])
+    ci = (REPO / ".ci" / "run").read_text("utf-8")
+    assert "-c .ci/constraints.txt" in ci and "infini" in ci
