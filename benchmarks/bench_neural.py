@@ -34,7 +34,7 @@ from corpora import TokenizerSpec, load_corpus, prepare  # noqa: E402
 from neural.checkpoint import load_model  # noqa: E402
 from neural.config import (MODEL_PRESETS, TRAIN_PRESETS, architecture, RNNConfig, TrainConfig, TransformerConfig,  # noqa: E402
                            parse_override, sized)
-from neural.evaluate import evaluate  # noqa: E402
+from neural.evaluation import evaluate  # noqa: E402
 from neural.models import build_model  # noqa: E402
 from neural.training.trainer import Trainer  # noqa: E402
 

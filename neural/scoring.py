@@ -23,7 +23,7 @@ from .checkpoint import load_model
 
 def token_log10(checkpoint_path: os.PathLike | str, sentences: list) -> np.ndarray:
     """log10 p of every word and ``</s>`` of ``sentences`` (token lists), in order, under a checkpoint."""
-    from .evaluate import token_log_probs
+    from .evaluation import token_log_probs
 
     model, vocab, _ = load_model(checkpoint_path)
     return token_log_probs(model, vocab.encode_sentences(sentences).ids) / math.log(10)
@@ -69,7 +69,7 @@ def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optiona
 
     from corpora.accounting import add_bytes, oov_flags, report_from_log10
 
-    from .evaluate import evaluate, token_log_probs
+    from .evaluation import evaluate, token_log_probs
 
     if threads:
         torch.set_num_threads(threads)
@@ -82,7 +82,7 @@ def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optiona
     t0 = time.perf_counter()
     plain = plain_seconds = None
     if adapt is not None:
-        from .evaluate import token_log_probs_and_hidden
+        from .evaluation import token_log_probs_and_hidden
 
         adapt.validate(model)  # a bad option fails before any scoring
         if batch_size != 1:

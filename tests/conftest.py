@@ -13,10 +13,15 @@ clone, with or without the real corpora.
 ``run_cli``: runs ``cli.main`` in-process, as the ``ngramlm`` script does (so an
 InputError is printed on one line and exits with status 2), and returns
 ``(exit_code, stdout, stderr)``.
+
+``pairs_tsv``: a small TSV of sentence pairs (a reversal task) for the translators' CLI tests;
+:func:`write_reversal_pairs` writes others like it.
 """
 from __future__ import annotations
 
+import math
 import os
+import random
 import sys
 from pathlib import Path
 
@@ -137,3 +142,52 @@ def sentence_contexts(sentences, n_sentences: int = 60) -> list:
             out += [["<s>"] + s[:i], s[:i]]
     return out
 
+
+
+def write_reversal_pairs(path: Path, *, n: int, seed: int, letters: str = "abcdefgh", max_words: int = 5,
+                         attribution: bool = True) -> Path:
+    """A TSV of ``n`` seeded pairs ``w_1 .. w_k .`` -> ``w_k .. w_1 !`` (2 to ``max_words`` words drawn from
+    ``letters``): a task a small translator learns; ``attribution`` adds a third column, as fra-eng has."""
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(n):
+        s = [rng.choice(letters) for _ in range(rng.randint(2, max_words))]
+        lines.append(f"{' '.join(s)} .\t{' '.join(reversed(s))} !" + ("\tgenerated" if attribution else ""))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def pairs_tsv(tmp_path) -> Path:
+    """300 short pairs over 6 letters, two columns (splits: 240 / 30 / 30)."""
+    return write_reversal_pairs(tmp_path / "pairs.tsv", n=300, seed=1, letters="abcdef", max_words=4,
+                                attribution=False)
+
+
+def sequence_log_prob(model, src, seq) -> float:
+    """ln P(``seq`` | ``src``) under a translator, one decoding step per token from ``<s>``: what beam search
+    ranks (the tests check it against brute force over every candidate)."""
+    import torch
+
+    from corpora.vocab import BOS_ID
+    from neural.seq2seq.pairs import source_batch
+
+    s, s_len = source_batch([src])
+    memory, state = model.encode(s, s_len)
+    prev, total = BOS_ID, 0.0
+    for tok in seq:
+        logp, state, _ = model.step(memory, torch.tensor([prev]), state)
+        total += float(logp[0, tok])
+        prev = tok
+    return total
+
+
+def check_attention_rows(attention: list) -> None:
+    """The report's attention matrices (``results.json``): one row per target token and ``</s>``, one
+    column per source token and ``</s>``, each row a distribution (the weights are stored as ln)."""
+    assert attention
+    for a in attention:
+        assert len(a["log_weights"]) == len(a["target"]) and a["target"][-1] == "</s>"
+        for row in a["log_weights"]:
+            assert len(row) == len(a["source"])
+            assert sum(math.exp(v) for v in row if v is not None) == pytest.approx(1.0, abs=1e-3)

@@ -271,7 +271,7 @@ def test_mixtures_with_a_neural_model_are_distributions(toy):
     torch = pytest.importorskip("torch")
     from neural.config import RNNConfig
     from neural.data import with_start
-    from neural.evaluate import token_log_probs
+    from neural.evaluation import token_log_probs
     from neural.models import build_model
 
     ds, idx = toy

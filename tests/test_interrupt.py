@@ -38,7 +38,7 @@ import os
 import sys
 
 if os.environ.get("MARKERS"):  # imports torch: only where a test waits for a marker
-    import neural.evaluate as evaluate
+    import neural.evaluation as evaluate
     import neural.training.trainer as train
 
     def marked(fn, name):
@@ -131,6 +131,7 @@ def cached_rows(out: Path) -> dict:
     return rows
 
 
+@pytest.mark.slow
 def test_sigint_during_validation_stops_at_once_then_resume_stops_at_once_during_scoring(tmp_path):
     out = tmp_path / "run"
     run = Compare(*TOY, "--out", out, markers=True)

@@ -1,16 +1,20 @@
 """``ngramlm lab``: the list, each lab's measured claim, and the reports they write.
 
 The closed-form labs run at their default size; the training labs run with ``--quick``
-(seconds each).  The labs that read The Time Machine are skipped where the real corpora
-are absent (``$NGRAMLM_TEST_CORPORA``, else ``<repo>/../shared/corpora``)."""
+(seconds each).  Each lab has its own fixture, so a lab runs once, and only when a test
+that reads it is selected (``-k positional`` runs the positional-encoding lab alone).  The
+labs that read The Time Machine are skipped where the real corpora are absent
+(``$NGRAMLM_TEST_CORPORA``, else ``<repo>/../shared/corpora``); the tests of the labs that
+take more than a few seconds are marked ``slow``."""
 from __future__ import annotations
 
+import inspect
 import json
+import os
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
-
-import os
 
 from conftest import invoke_cli, needs
 
@@ -20,31 +24,85 @@ CLOSED_FORM = ["positional-encoding", "attention-scaling", "nadaraya-watson"]
 SELF_CONTAINED = ["attention-cost", "long-range", "sine-forecast"]  # run with --quick, no corpus files
 CORPUS_LABS = ["gradients", "clipping", "bptt", "minibatch", "depth", "bidirectional", "exposure-bias"]
 NAMES = CLOSED_FORM + SELF_CONTAINED + CORPUS_LABS
+# The labs that take more than about 5 s on 2 cores (measured: bidirectional 6.5 s, depth 5.9 s; the others
+# 0.6-4.2 s): their tests are marked `slow`.
+SLOW_LABS = {"depth", "bidirectional"}
 
 
 def corpora_dir():
+    """The real corpora's folder, or None where The Time Machine is not in it."""
     root = Path(os.environ.get("NGRAMLM_TEST_CORPORA") or ROOT.parent / "shared" / "corpora").resolve()
     return root if (root / "timemachine").is_dir() else None
 
 
+class LabRun(NamedTuple):
+    """One ``ngramlm lab NAME -o out`` run: its exit code and output; the lab wrote ``out/NAME/``."""
+    out: Path
+    name: str
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def folder(self) -> Path:
+        return self.out / self.name
+
+    def results(self) -> dict:
+        assert self.code == 0, self.stderr
+        return json.loads((self.folder / "results.json").read_text())["results"]
+
+
 @pytest.fixture(scope="module")
-def out(tmp_path_factory):
-    """Run every lab once through the CLI; the tests below read what they wrote."""
-    d = tmp_path_factory.mktemp("labs")
-    runs = {name: invoke_cli(["lab", name, "-o", d]) for name in CLOSED_FORM}
-    runs.update({name: invoke_cli(["lab", name, "--quick", "-o", d]) for name in SELF_CONTAINED})
-    data = corpora_dir()
-    if data is not None:
-        runs.update({name: invoke_cli(["lab", name, "--quick", "--data-dir", data, "-o", d]) for name in CORPUS_LABS})
-    return d, runs
+def labs_out(tmp_path_factory):
+    """The one ``-o`` folder every lab of this module writes into (each into its own sub-folder)."""
+    return tmp_path_factory.mktemp("labs")
 
 
-def results(out, name):
-    if name not in out[1]:
-        pytest.skip("The Time Machine is not available (set NGRAMLM_TEST_CORPORA)")
-    code, _, stderr = out[1][name]
-    assert code == 0, stderr
-    return json.loads((out[0] / name / "results.json").read_text())["results"]
+def fixture_name(name: str) -> str:
+    """The fixture of lab ``name``: ``lab_`` and its name with underscores."""
+    return "lab_" + name.replace("-", "_")
+
+
+def lab_fixture(name: str):
+    """A module-scoped fixture that runs lab ``name`` through the CLI the first time a test asks for it."""
+
+    @pytest.fixture(scope="module", name=fixture_name(name))
+    def run(labs_out) -> LabRun:
+        args = ["lab", name]
+        if name not in CLOSED_FORM:
+            args.append("--quick")
+        if name in CORPUS_LABS:
+            data = corpora_dir()
+            if data is None:
+                pytest.skip("The Time Machine is not available (set NGRAMLM_TEST_CORPORA)")
+            args += ["--data-dir", data]
+        return LabRun(labs_out, name, *invoke_cli([*args, "-o", labs_out]))
+
+    run.__doc__ = f"The ``{name}`` lab, run once for this module."
+    return run
+
+
+lab_positional_encoding = lab_fixture("positional-encoding")
+lab_attention_scaling = lab_fixture("attention-scaling")
+lab_nadaraya_watson = lab_fixture("nadaraya-watson")
+lab_attention_cost = lab_fixture("attention-cost")
+lab_long_range = lab_fixture("long-range")
+lab_sine_forecast = lab_fixture("sine-forecast")
+lab_gradients = lab_fixture("gradients")
+lab_clipping = lab_fixture("clipping")
+lab_bptt = lab_fixture("bptt")
+lab_minibatch = lab_fixture("minibatch")
+lab_depth = lab_fixture("depth")
+lab_bidirectional = lab_fixture("bidirectional")
+lab_exposure_bias = lab_fixture("exposure-bias")
+
+
+def test_the_tests_of_the_slow_labs_are_marked_slow():
+    # Else `-m "not slow"` would run a slow lab after all, for the one test that reads it unmarked.
+    slow_fixtures = {fixture_name(n) for n in SLOW_LABS}
+    for name, fn in globals().items():
+        if name.startswith("test_") and slow_fixtures & set(inspect.signature(fn).parameters):
+            assert any(m.name == "slow" for m in getattr(fn, "pytestmark", [])), name
 
 
 def test_lab_lists_the_labs_with_their_sections():
@@ -65,8 +123,8 @@ def test_unknown_lab_names_the_labs_and_exits_2():
         assert name in stderr
 
 
-def test_positional_encoding_rotation_and_offset(out):
-    r = results(out, "positional-encoding")
+def test_positional_encoding_rotation_and_offset(lab_positional_encoding):
+    r = lab_positional_encoding.results()
     assert r["rotation_error_max"] < 1e-9  # P[i+k] = M_k P[i] with one M_k for all i
     assert r["dot_offset_spread"] < 1e-9   # P[i]·P[i+δ] is the same for every i
     assert r["dot_closed_form_error"] < 1e-9
@@ -82,8 +140,8 @@ def test_positional_encoding_functions_directly():
     assert np.isclose(p[3] @ p[10], p[20] @ p[27]) and np.isclose(p[3] @ p[10], p[10] @ p[3])
 
 
-def test_attention_scaling_variances_and_saturation(out):
-    by_d = {row["d"]: row for row in results(out, "attention-scaling")["by_d"]}
+def test_attention_scaling_variances_and_saturation(lab_attention_scaling):
+    by_d = {row["d"]: row for row in lab_attention_scaling.results()["by_d"]}
     assert abs(by_d[256]["var_scaled"] - 1) < 0.10
     assert abs(by_d[256]["var_dot"] - 256) < 0.10 * 256
     # unscaled softmax collapses towards one-hot as d grows; scaled stays spread out
@@ -91,8 +149,8 @@ def test_attention_scaling_variances_and_saturation(out):
     assert by_d[1024]["entropy_unscaled"] < by_d[16]["entropy_unscaled"]
 
 
-def test_nadaraya_watson_narrow_kernel_and_learned_width(out):
-    r = results(out, "nadaraya-watson")
+def test_nadaraya_watson_narrow_kernel_and_learned_width(lab_nadaraya_watson):
+    r = lab_nadaraya_watson.results()
     assert r["narrow_train_max_error"] < 1e-6
     mse = r["test_mse"]
     assert mse["learned"] < mse["average"]
@@ -100,15 +158,12 @@ def test_nadaraya_watson_narrow_kernel_and_learned_width(out):
     assert r["loo_loss_last"] < r["loo_loss_first"]
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_each_lab_writes_its_report(out, name):
-    d, runs = out
-    if name not in runs:
-        pytest.skip("The Time Machine is not available (set NGRAMLM_TEST_CORPORA)")
-    code, stdout, stderr = runs[name]
-    assert code == 0, stderr
-    assert "wrote" in stdout and ":" in stdout.splitlines()[1]  # headline numbers printed
-    folder = d / name
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_LABS else n for n in NAMES])
+def test_each_lab_writes_its_report(name, request):
+    run = request.getfixturevalue(fixture_name(name))
+    assert run.code == 0, run.stderr
+    assert "wrote" in run.stdout and ":" in run.stdout.splitlines()[1]  # headline numbers printed
+    d, folder = run.out, run.folder
     payload = json.loads((folder / "results.json").read_text())
     pngs = sorted(p.name for p in (folder / "plots").glob("*.png"))
     assert len(pngs) >= 2 and payload["plots"] == [f"plots/{Path(p).name}" for p in payload["plots"]]
@@ -126,8 +181,8 @@ def test_each_lab_writes_its_report(out, name):
 # ---------------------------------------------------------------- the sequence-model labs
 
 
-def test_gradients_exact_exercise_and_gated_cells_keep_gradients_longer(out):
-    r = results(out, "gradients")
+def test_gradients_exact_exercise_and_gated_cells_keep_gradients_longer(lab_gradients):
+    r = lab_gradients.results()
     assert r["linear_exact"]["0.5"] == pytest.approx(0.5 ** 100, rel=1e-9)  # the exercise: 7.9e-31
     assert r["linear_exact"]["1.5"] == pytest.approx(1.5 ** 100, rel=1e-9)  # and its exploding twin: 4.1e17
     prof = r["tanh_gain_profiles"]
@@ -138,8 +193,8 @@ def test_gradients_exact_exercise_and_gated_cells_keep_gradients_longer(out):
         assert r["cells"][cell]["valid_ppl"] < 12  # they did learn (uniform over 27 chars would be 27)
 
 
-def test_clipping_bounds_the_update_norm(out):
-    r = results(out, "clipping")
+def test_clipping_bounds_the_update_norm(lab_clipping):
+    r = lab_clipping.results()
     bound = r["lr"] * r["theta"]
     clipped, unclipped = r["runs"]["clipped"], r["runs"]["unclipped"]
     assert max(clipped["update_norms"]) <= bound * (1 + 1e-5)
@@ -150,8 +205,8 @@ def test_clipping_bounds_the_update_norm(out):
     assert unclipped["valid_ppl"] is None or unclipped["valid_ppl"] > 2 * clipped["valid_ppl"]
 
 
-def test_bptt_truncation_cuts_the_gradient_and_randomised_is_unbiased(out):
-    r = results(out, "bptt")
+def test_bptt_truncation_cuts_the_gradient_and_randomised_is_unbiased(lab_bptt):
+    r = lab_bptt.results()
     assert r["truncated_beyond_cut"] == 0.0  # nothing flows past the last cut
     assert r["reach"]["full"][0] > 0  # full BPTT reaches the first input
     cos = r["cosine_to_full"]
@@ -161,8 +216,8 @@ def test_bptt_truncation_cuts_the_gradient_and_randomised_is_unbiased(out):
         assert r["runs"][scheme]["valid_ppl"] < 12
 
 
-def test_minibatch_batches_and_both_schemes_learn(out):
-    r = results(out, "minibatch")
+def test_minibatch_batches_and_both_schemes_learn(lab_minibatch):
+    r = lab_minibatch.results()
     seq, rnd = r["batches_shown"]["sequential"], r["batches_shown"]["random"]
     for (x0, _), (x1, _) in zip(seq, seq[1:]):  # each row continues where the previous batch's row stopped
         for a, b in zip(x0, x1):
@@ -177,22 +232,24 @@ def test_minibatch_batches_and_both_schemes_learn(out):
         assert r["runs"][scheme]["valid_ppl"] < 12
 
 
-def test_depth_adds_one_layer_of_parameters_each(out):
-    r = results(out, "depth")
+@pytest.mark.slow
+def test_depth_adds_one_layer_of_parameters_each(lab_depth):
+    r = lab_depth.results()
     p = [r["runs"][str(d)]["params"] for d in (1, 2, 3)]
     assert p[0] < p[1] < p[2] and p[2] - p[1] == p[1] - p[0]
     for d in (1, 2, 3):
         assert r["runs"][str(d)]["valid_ppl"] < 12
 
 
-def test_bidirectional_lm_cheats_but_helps_the_cloze(out):
-    m = results(out, "bidirectional")["models"]
+@pytest.mark.slow
+def test_bidirectional_lm_cheats_but_helps_the_cloze(lab_bidirectional):
+    m = lab_bidirectional.results()["models"]
     assert m["bidirectional"]["lm_valid_ppl"] < 1.5 < 3 < m["causal"]["lm_valid_ppl"]
     assert m["bidirectional"]["cloze_accuracy"] > m["causal"]["cloze_accuracy"] + 0.05
 
 
-def test_exposure_bias_teacher_forced_beats_free_running(out):
-    r = results(out, "exposure-bias")
+def test_exposure_bias_teacher_forced_beats_free_running(lab_exposure_bias):
+    r = lab_exposure_bias.results()
     tf, fr = r["teacher_forced_acc"], r["free_running_acc"]
     assert tf[0] == pytest.approx(fr[0], abs=0.02)  # the first character: same model, same true prefix
     assert r["teacher_forced_mean"] > r["free_running_mean"] + 0.1
@@ -201,8 +258,8 @@ def test_exposure_bias_teacher_forced_beats_free_running(out):
     assert after["teacher_forced"] > after["free_running"]
 
 
-def test_attention_cost_quadratic_memory_and_path_lengths(out):
-    r = results(out, "attention-cost")
+def test_attention_cost_quadratic_memory_and_path_lengths(lab_attention_cost):
+    r = lab_attention_cost.results()
     assert r["slopes"]["attention_memory"] == pytest.approx(2.0, abs=1e-6)  # the n×n weights, exactly
     n = r["path_n"]
     assert r["path_length"] == {"attention": 1, "rnn": n - 1, "conv": -(-(n - 1) // 2)}
@@ -211,8 +268,8 @@ def test_attention_cost_quadratic_memory_and_path_lengths(out):
     assert r["permutation_equivariance_error"] < 1e-5  # no positions: order is invisible to it
 
 
-def test_long_range_the_ngram_pays_once_the_origin_leaves_its_window(out):
-    r = results(out, "long-range")
+def test_long_range_the_ngram_pays_once_the_origin_leaves_its_window(lab_long_range):
+    r = lab_long_range.results()
     assert r["n_pairs"] > 50
     assert r["median_bits"]["true language"] < 0.2  # the true model: about 0.1 bit when the expected word comes
     far = r["far_mean_bits"]
@@ -221,7 +278,7 @@ def test_long_range_the_ngram_pays_once_the_origin_leaves_its_window(out):
     assert r["bits_per_token"]["truth"] < r["bits_per_token"]["MKN 5-gram"]
 
 
-def test_sine_forecast_errors_accumulate_with_k(out):
-    mse = results(out, "sine-forecast")["mse_clean"]
+def test_sine_forecast_errors_accumulate_with_k(lab_sine_forecast):
+    mse = lab_sine_forecast.results()["mse_clean"]
     assert mse["1"] < mse["4"] < mse["16"] < mse["64"]
     assert mse["64"] > 10 * mse["1"]

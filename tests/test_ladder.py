@@ -198,7 +198,7 @@ def test_weight_average_is_the_mean_of_the_weights_after_each_step():
 
 def test_nt_averaging_writes_the_averaged_weights_to_the_best_checkpoint_and_resumes(tmp_path):
     from neural.checkpoint import load_model
-    from neural.evaluate import evaluate
+    from neural.evaluation import evaluate
     from neural.training.trainer import Trainer
 
     ds = prepare(load_corpus("toy"))
@@ -224,7 +224,6 @@ def test_nt_averaging_writes_the_averaged_weights_to_the_best_checkpoint_and_res
 
 
 # ---------------------------------------------------------------------------- the ladder
-@pytest.mark.slow
 def test_the_ladder_end_to_end_on_a_small_corpus(tmp_path):
     from neural.training.trainer import Trainer
     from reports.experiments.ladder import LadderOptions, run_ladder
@@ -257,7 +256,7 @@ def test_the_ladder_end_to_end_on_a_small_corpus(tmp_path):
     assert rows["cache"]["valid_ppl"] <= rows["neural"]["valid_ppl"] + 1e-9
     # The neural rung is the plain evaluation of the checkpoint.
     from neural.checkpoint import load_model
-    from neural.evaluate import evaluate
+    from neural.evaluation import evaluate
 
     model, vocab, _ = load_model(tmp_path / "small.best.pt")
     assert rows["neural"]["test_ppl"] == pytest.approx(evaluate(model, ds["test"].ids).ppl, rel=1e-6)  # float32 sums

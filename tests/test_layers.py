@@ -170,7 +170,7 @@ FLOORS = {
     "neural": [
         {"neural.sniff", "neural.config", "neural.precision", "neural.data", "neural.base", "neural.cells",
          "neural.regularize", "neural.seq2seq.pairs", "neural.training.contention"},
-        {"neural.rnn", "neural.transformer", "neural.hidden", "neural.generate", "neural.evaluate", "neural.bert.model",
+        {"neural.rnn", "neural.transformer", "neural.hidden", "neural.generate", "neural.evaluation", "neural.bert.model",
          "neural.seq2seq.rnn", "neural.seq2seq.transformer", "neural.adaptation.cache", "neural.seq2seq.translate"},
         {"neural.models", "neural.checkpoint", "neural.adaptation"},
         # 4 training, and scoring a checkpoint on a text (neural.scoring: the ppl summary)

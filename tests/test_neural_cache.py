@@ -26,7 +26,7 @@ from neural.adaptation.cache import (cache_distribution, cache_sizes, mix_log_pr
 from neural.commands.lm import neural_group  # noqa: E402
 from neural.config import RNNConfig, TrainConfig, TransformerConfig  # noqa: E402
 from neural.adaptation.dynamic import DynamicEvalConfig, dynamic_token_log_probs, gradient_rms  # noqa: E402
-from neural.evaluate import token_log_probs, token_log_probs_and_hidden  # noqa: E402
+from neural.evaluation import token_log_probs, token_log_probs_and_hidden  # noqa: E402
 from neural.models import build_model  # noqa: E402
 from neural.scoring import ppl_summary  # noqa: E402
 

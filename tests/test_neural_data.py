@@ -15,7 +15,7 @@ from corpora.vocab import EOS_ID, PAD_ID  # noqa: E402
 from neural.config import RNNConfig, TransformerConfig  # noqa: E402
 from neural.data import (RandomBatches, SequentialBatches, batchify, detach_state, eval_rows,  # noqa: E402
                          get_batch, with_start)
-from neural.evaluate import evaluate, token_log_probs  # noqa: E402
+from neural.evaluation import evaluate, token_log_probs  # noqa: E402
 from neural.models import build_model  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpora"
@@ -125,6 +125,7 @@ def test_transformer_sliding_window_scores_every_token_once():
         evaluate(model, ids, chunk_len=17)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED / "ptb" / "ptb.test.txt").exists(), reason="PTB not available")
 def test_evaluator_predicts_82430_tokens_on_ptb_test():
     from corpora import load_corpus, prepare

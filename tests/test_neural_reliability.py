@@ -96,7 +96,7 @@ def test_a_bf16_request_trains_on_any_cpu():
 
 # ---------------------------------------------------------------------------- budgets
 def test_a_time_budget_covers_training_validation_and_the_final_scoring():
-    from neural.evaluate import token_log_probs
+    from neural.evaluation import token_log_probs
 
     torch.set_num_threads(1)
     vocab, tr, va, te = _toy_data(n_train=200_000, n_valid=3000)

@@ -18,6 +18,7 @@ import re
 import tempfile
 import unicodedata
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -314,20 +315,40 @@ def mutate_lines(data: st.DataObject, raw: bytes) -> bytes:
 
 
 def _check_usable_model(lm: NgramLM) -> None:
-    """A model that loaded must score and answer queries without crashing."""
+    """A model that loaded must score and answer queries without crashing, and its two query paths agree."""
     enc, oov = lm.encode(SENTS_TO_SCORE)
     s = lm.token_scores(enc, oov=oov)
     assert len(s) == enc.n_tokens and not np.isnan(s.log10_prob).any()
     lm.perplexity_report(enc, oov=oov)
-    lm.next_probs(["<s>", "a"])
-    lm.log10_prob("b", ["a"])
+    p = lm.next_probs(["<s>", "a"])
+    assert p.shape == (len(lm.vocab_),) and not np.isnan(p).any() and (p >= 0).all()
+    with np.errstate(divide="ignore"):  # a corrupted file may give a word probability 0: log10 is -inf
+        assert np.isclose(lm.log10_prob("b", ["<s>", "a"]), np.log10(p[lm.vocab_["b"]]))
+
+
+def arpa_sniff_expected(text: bytes) -> bool:
+    """What :func:`looks_like_arpa` must answer for a file of these (gunzipped) bytes, from its contract:
+    whether the first line, among the first 64, that is neither blank nor a '#' comment is ``\\data\\``
+    (a UTF-8 byte-order mark before it is allowed)."""
+    lines = text.removeprefix(b"\xef\xbb\xbf").split(b"\n")[:64]
+    first = next((line.strip() for line in lines if line.strip() and not line.startswith(b"#")), None)
+    return first == b"\\data\\"
+
+
+def test_the_arpa_sniff_oracle_on_known_headers():
+    # The oracle the properties below hold the sniff to, on headers whose answer is known.
+    assert arpa_sniff_expected(ARPA_BYTES) and arpa_sniff_expected(b"\xef\xbb\xbf\n# c\n  \\data\\\r\nngram 1=1")
+    assert not arpa_sniff_expected(b"hello\n\\data\\\n") and not arpa_sniff_expected(b"")
+    assert not arpa_sniff_expected(b"#\n" * 64 + b"\\data\\\n")  # the sniff looks no further than 64 lines
 
 
 def _read_mutated_arpa(raw: bytes, gz: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / ("m.arpa.gz" if gz else "m.arpa")
         path.write_bytes(gzip.compress(raw) if gz else raw)
-        assert looks_like_arpa(path) in (True, False)
+        sniff = looks_like_arpa(path)
+        assert sniff == arpa_sniff_expected(raw), raw[:200]
+        event(f"sniff: {sniff}")
         try:
             lm = read_arpa(path)
         except InputError as exc:
@@ -357,11 +378,26 @@ def test_corrupted_gzip_arpa_raises_input_error(data):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "m.arpa.gz"
         path.write_bytes(raw)
-        assert looks_like_arpa(path) in (True, False)
+        sniff = looks_like_arpa(path)
+        if raw[:2] == b"\x1f\x8b":
+            try:
+                text = gzip.decompress(raw)
+            except (OSError, EOFError, zlib.error):
+                # The sniff reads only the first lines (they may still inflate); the reader needs it all.
+                with pytest.raises(InputError, match="gzip data is truncated or corrupt") as e:
+                    read_arpa(path)
+                assert e.value.path == str(path)
+                event("corrupt gzip")
+                return
+        else:  # the magic number itself was hit: the file is read as plain bytes
+            text = raw
+        event(f"gunzipped: {text == ARPA_BYTES}")
+        assert sniff == arpa_sniff_expected(text)
         try:
             lm = read_arpa(path)
         except InputError as exc:
             assert str(path) in str(exc)
+            assert text != ARPA_BYTES  # a header byte hit, the data intact: the file must read
             return
     _check_usable_model(lm)
 
@@ -439,11 +475,18 @@ def no_pickle():
     return pickle_tripwire(on_use=_unpickled)
 
 
-def _check_native(raw: bytes) -> None:
+def _check_native(raw: bytes, *, native: bool | None = None) -> None:
+    """Load ``raw`` as a native model: an InputError naming the file, or a usable model.  The sniff must
+    answer ``native`` where the caller knows the answer (None: unknown), False where the zip magic
+    number is gone, and True for any file that loads."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "m.npz"
         path.write_bytes(raw)
-        assert is_native(path) in (True, False)
+        sniff = is_native(path)
+        if native is not None:
+            assert sniff == native
+        if raw[:4] != b"PK\x03\x04":
+            assert not sniff
         try:
             with no_pickle():
                 lm = load_native(path)
@@ -452,6 +495,7 @@ def _check_native(raw: bytes) -> None:
             event(f"InputError: {exc.message[:30]}")
             return
     event("loaded")
+    assert sniff, "a file the native loader reads must be recognised by the sniff (load_any dispatches on it)"
     _check_usable_model(lm)
 
 
@@ -512,7 +556,8 @@ def mutate_native(data: st.DataObject, arrays: dict) -> dict:
 @SLOW
 @given(data=st.data(), which=st.sampled_from(sorted(NATIVE)))
 def test_native_loader_on_structural_corruption(data, which):
-    _check_native(_npz(mutate_native(data, _arrays(NATIVE[which]))))
+    arrays = mutate_native(data, _arrays(NATIVE[which]))
+    _check_native(_npz(arrays), native="meta" in arrays)  # a valid zip: native exactly when it holds meta.npy
 
 
 @pytest.mark.parametrize("which", sorted(NATIVE))

@@ -65,6 +65,7 @@ def test_every_readme_command_is_run_or_has_a_reason():
     assert used == set(NOT_RUN), f"stale NOT_RUN entries: {set(NOT_RUN) - used}"
 
 
+@pytest.mark.slow
 @needs(*REPORT)
 def test_readme_commands_run_and_print_what_their_comments_say(shared_corpora, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -286,7 +286,6 @@ def test_the_attention_map_has_a_colour_scale_and_says_what_its_axes_are(toy):
         plt.close("all")
 
 
-@pytest.mark.slow
 def test_training_curves_and_zipf_are_drawn(toy, tmp_path):
     md, html = _render(toy, tmp_path / "r")
     assert 'id="plot-training"' in html and 'id="plot-zipf"' in html

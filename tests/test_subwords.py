@@ -119,6 +119,7 @@ def test_a_checkpoint_carries_its_learned_tokenizer(tmp_path, text, run_cli):
     assert d["bytes"] == len(test.read_bytes()) and d["tokens"] > d["words"] and math.isfinite(d["ppl"])
 
 
+@pytest.mark.slow
 @SUBWORDS
 @needs(*REPORT)
 def test_compare_on_pieces_divides_by_the_same_bytes(tmp_path, text, run_cli):

@@ -96,6 +96,7 @@ def test_filter_keeps_exactly_the_ngrams_over_the_list(run_cli, texts, full_file
     assert any(g[0] == "<s>" for g in _grams(lim, 3)) and any(g[-1] == "</s>" for g in _grams(lim, 3))
 
 
+@pytest.mark.slow
 def test_every_kept_context_sums_to_one(closed_lm, texts):
     lim = NgramLM.from_tables(limit_vocabulary(closed_lm, words=texts["words"]).tables, order=3, smoothing="mkn")
     sums = _context_sums(lim)

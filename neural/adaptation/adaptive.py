@@ -3,7 +3,7 @@
 What ``ngramlm neural ppl --cache --dynamic-eval`` runs.  The methods, all scoring the
 same tokens (every word and sentence end, full history):
 
-* ``plain``: the model alone (:func:`neural.evaluate.token_log_probs_and_hidden`).
+* ``plain``: the model alone (:func:`neural.evaluation.token_log_probs_and_hidden`).
 * ``unigram_cache``: the model mixed with a unigram cache of the last ``W`` tokens.
 * ``neural_cache``: the model mixed with the continuous cache over its own states.
 * ``dynamic``: dynamic evaluation (:mod:`neural.adaptation.dynamic`).
@@ -31,7 +31,7 @@ from . import cache as cache_mod
 from ..base import LanguageModel
 from .dynamic import (DEFAULT_DECAYS, DEFAULT_EPS, DEFAULT_RMS_TOKENS, DEFAULT_SEGMENT_LEN, DynamicEvalConfig,
                       dynamic_token_log_probs, gradient_rms, tune_dynamic)
-from ..evaluate import token_log_probs_and_hidden
+from ..evaluation import token_log_probs_and_hidden
 
 METHODS = ("plain", "unigram_cache", "neural_cache", "dynamic", "dynamic_cache")
 LABELS = {"plain": "plain", "unigram_cache": "unigram cache", "neural_cache": "neural cache",

@@ -30,7 +30,7 @@ positions rather than a loop over tokens.  :func:`cache_distribution` gives the 
 distribution at one position (to check that it sums to one).
 
 Tuning ``theta`` and ``lam`` is cheap because the model is run once: its log-probs and
-states are computed once (:func:`neural.evaluate.token_log_probs_and_hidden`), the dot
+states are computed once (:func:`neural.evaluation.token_log_probs_and_hidden`), the dot
 products once per chunk for all ``theta`` of a grid (:func:`neural_cache_log_probs`), and
 each ``lam`` is one vectorised mixture (:func:`tune_mixture`).
 """

@@ -21,7 +21,7 @@ parameter whose gradients were zero on the training prefix (an embedding row of 
 that never occurred there).
 
 Scoring and updating are separate passes of the model.  The score of a segment comes
-from exactly the computation :func:`neural.evaluate.token_log_probs` runs (``no_grad``,
+from exactly the computation :func:`neural.evaluation.token_log_probs` runs (``no_grad``,
 same chunks): PyTorch's inference kernels for the fused LSTM differ from its training
 kernels by ~1e-8, so scoring in the gradient pass would make ``lr = 0`` differ from plain
 evaluation in the last bits.  The gradient pass then reruns the segment from the same
@@ -43,7 +43,7 @@ import torch.nn.functional as F
 from corpora.errors import InputError
 
 from ..base import LanguageModel
-from ..evaluate import _chunks
+from ..evaluation import _chunks
 from ..hidden import recording_hidden
 
 RULES = ("sgd", "rms")

@@ -169,7 +169,7 @@ def train_cmd(corpus, model_name, impl, data_dir, valid_file, test_file, tokeniz
     t_command = time.perf_counter()  # a --time-budget covers the whole command, loading included
     _set_threads(threads)
     from ..checkpoint import best_path, load_checkpoint, load_model
-    from ..evaluate import evaluate
+    from ..evaluation import evaluate
     from ..models import build_model, model_kind
     from ..models import model_name as model_name_of
     from ..precision import choose_precision

@@ -24,7 +24,7 @@ import torch
 
 from corpora.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
-from ..evaluate import EvalResult
+from ..evaluation import EvalResult
 from ..generate import Hypothesis, beam_core, check_beam
 from .pairs import PairBatches, source_batch
 from .rnn import Seq2Seq

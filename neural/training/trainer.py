@@ -50,7 +50,7 @@ from ..base import LanguageModel
 from ..checkpoint import best_path, checkpoint_bytes, load_checkpoint, model_from_checkpoint, training_seconds
 from ..config import TrainConfig
 from ..data import detach_state, make_batches, with_start
-from ..evaluate import evaluate
+from ..evaluation import evaluate
 from ..regularize import WeightAverage
 from .budget import BudgetPolicy
 

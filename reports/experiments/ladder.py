@@ -188,7 +188,7 @@ def _ngram_step(c: _Climb) -> dict:
 
 def _neural_step(c: _Climb) -> dict:
     """The neural model alone, full history; its states feed the cache."""
-    from neural.evaluate import token_log_probs_and_hidden
+    from neural.evaluation import token_log_probs_and_hidden
 
     plain = c.clock.run("neural", "neural model, full history", lambda: {
         s: token_log_probs_and_hidden(c.model, c.ids[s]) for s in ("valid", "test")})

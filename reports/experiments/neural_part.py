@@ -2,7 +2,7 @@
 
 Each model trains under a budget (wall-clock minutes or epochs) into a checkpoint in
 the cache; its *best-validation* weights are then scored token by token on valid and
-test with :func:`neural.evaluate.token_log_probs` -- the same predicted tokens as the
+test with :func:`neural.evaluation.token_log_probs` -- the same predicted tokens as the
 n-gram models.  Imports torch (only this module of ``reports`` does).
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from corpora.errors import InputError
 from corpora.vocab import EOS_ID, EncodedText, Vocab
 from neural.checkpoint import best_path, load_model, training_seconds
 from neural.config import ARCHITECTURES, COMPARE_TRAIN_PRESETS, TrainConfig, architecture, resolve_lm_config
-from neural.evaluate import token_log_probs
+from neural.evaluation import token_log_probs
 from neural.models import build_model
 from neural.training.trainer import Trainer
 
@@ -266,7 +266,7 @@ def scoring_seconds(name: str, size: str, data, probe_tokens: int = 2000) -> flo
     ids = data["valid"].ids[:probe_tokens]
     if len(ids) < 2:
         return 0.0
-    from neural.evaluate import evaluate
+    from neural.evaluation import evaluate
 
     t0 = time.perf_counter()
     token_log_probs(model, ids)
