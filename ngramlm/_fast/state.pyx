@@ -61,6 +61,8 @@ cdef enum:
 cdef class _KeyHash:
     """int64 key (>= 0) -> row, open addressing with linear probing at load <= 0.6 (12 bytes a slot)."""
 
+    # Fields: in state.pxd (ARPA reading walks them).
+
     def __cinit__(self):
         self.keys = NULL
         self.rows = NULL
@@ -123,6 +125,8 @@ cdef class State:
 
     ``rows[L-1]`` is the row of the history's last L words in the order-L table (as far as those
     n-grams exist); ``hist`` the number of history words the model can see."""
+
+    # Fields: in state.pxd (the KenLM tables write them).
 
     def __cinit__(self):
         self.length = 0
@@ -199,6 +203,8 @@ cdef class _StateModel:
     """The kenlm-style state API over compiled tables: what ``Tables`` (this toolkit's hashes) and
     ``ProbingTables`` (a KenLM probing binary) share.  A subclass sets ``n``, ``stoi``, ``unk`` and
     ``n_words`` (ids ``0 .. n_words-1`` are words) and gives ``_score`` and ``_check``."""
+
+    # Fields and C methods: in state.pxd (the KenLM tables extend this class).
 
     cdef double _score(self, State s, int64_t w, State out, int* matched) noexcept:
         return 0.0
