@@ -422,7 +422,7 @@ def iter_line_blocks(source, *, block_bytes: int = 16 << 20, start: int = 0, end
     belongs to the next shard); ``tee`` receives every raw byte read (to spool stdin for a second
     pass).  An empty text yields nothing; the caller decides whether that is an error.
     With ``raw``, a block comes as its checked UTF-8 bytes instead of a list of lines, for a tokenizer
-    that splits bytes (``ngramlm._fast.Spooler``): line ends LF, and every whitespace character
+    that splits bytes (``ngramlm._fast.tokens.Spooler``): line ends LF, and every whitespace character
     beyond ASCII that ``str.split()`` splits on turned into a space, so splitting the bytes on ASCII
     whitespace cuts the same tokens.
     """

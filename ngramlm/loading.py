@@ -67,7 +67,7 @@ def read_kenlm_binary(path: os.PathLike | str, *, ngrams: bool = False):
     if header.kind == "trie":
         from . import accel
 
-        if not ngrams and accel.fast is not None and hasattr(accel.fast, "TrieTables"):
+        if not ngrams and accel.fast is not None:
             from .kenlm.trie import TrieScorer
 
             return TrieScorer(path)

@@ -170,7 +170,7 @@ class Scorer:
         return self
 
     def compiled_tables(self):
-        """The compiled query tables (``ngramlm._fast.Tables``), or None without the extension."""
+        """The compiled query tables (``ngramlm._fast.state.Tables``), or None without the extension."""
         idx = self._index
         return idx.tables if isinstance(idx, CompiledIndex) else None
 

@@ -371,3 +371,52 @@ def test_a_full_disk_while_writing_arpa_leaves_no_file(toy, tmp_path, monkeypatc
     with pytest.raises(OutputError, match="No space"):
         write_arpa(lm, tmp_path / "m.arpa")
     assert list(tmp_path.iterdir()) == []
+
+
+# The compiled extension is one package of units (ngramlm/_fast), loaded and checked once by accel.
+# Every public name the single module had, by the unit that holds it now.
+UNIT_NAMES = {
+    "arpa": {"WordTable", "section_end", "parse_unigrams", "parse_section", "write_section", "through_text7"},
+    "state": {"KeyIndex", "State", "Tables"},
+    "kenlm": {"ProbingTables", "TrieTables", "probing_insert", "or_bits", "quant_encode", "murmur_hash64a"},
+    "tokens": {"Spooler", "sa_count_many", "sa_range", "sa_infini"},
+}
+
+
+def test_the_abi_version_is_the_same_in_the_units_and_in_accel():
+    import re
+
+    pxd = open(os.path.join(ROOT, "ngramlm", "_fast", "common.pxd"), encoding="utf-8").read()
+    assert [int(v) for v in re.findall(r"^\s*ABI_VERSION = (\d+)", pxd, flags=re.M)] == [accel.FAST_ABI]
+    assert set(accel.UNITS) == set(UNIT_NAMES)
+
+
+@needs_ext
+def test_every_unit_is_loaded_and_each_name_is_in_one_unit():
+    import importlib
+
+    for unit, names in UNIT_NAMES.items():
+        module = importlib.import_module(f"ngramlm._fast.{unit}")
+        assert module.ABI == accel.FAST_ABI and set(module.__all__) == names, unit
+        assert all(getattr(accel.fast, name) is getattr(module, name) for name in names)
+    assert set(vars(accel.fast)) == set().union(*UNIT_NAMES.values())
+    assert sum(map(len, UNIT_NAMES.values())) == len(vars(accel.fast))  # no name in two units
+
+
+@needs_ext
+def test_a_partial_build_is_refused_as_a_whole(monkeypatch):
+    # A unit that failed to compile (setup.py goes on without it): find_spec finds no file for it.
+    monkeypatch.setitem(sys.modules, "ngramlm._fast.tokens", None)
+    assert accel._load() == (None, "only partly built (no ngramlm._fast.tokens); rebuild it: pip install -e . "
+                                   "(gcc, python3-dev)")
+
+
+@needs_ext
+def test_a_unit_from_another_build_is_refused(monkeypatch):
+    from ngramlm._fast import kenlm
+
+    monkeypatch.setattr(kenlm, "ABI", accel.FAST_ABI - 1)
+    assert accel._load() == (None, f"present but stale (this code needs ABI {accel.FAST_ABI}: ngramlm._fast.kenlm "
+                                   f"has {accel.FAST_ABI - 1}); rebuild it: pip install -e . (gcc, python3-dev)")
+    monkeypatch.delattr(kenlm, "ABI")  # a unit older than the check
+    assert "ngramlm._fast.kenlm has None" in accel._load()[1]

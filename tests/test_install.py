@@ -3,7 +3,7 @@
 Before: with ``CC=/bin/false`` the README's install failed (exit 1, nothing installed), because
 ``cythonize()`` returned new Extension objects without the ``optional=True`` that setup.py gave.
 These tests build from a copy of the source tree (setup.py, pyproject.toml, the packages) with the
-compiler replaced by ``/bin/false``: the build must succeed without ``ngramlm/_fast*.so``.  They
+compiler replaced by ``/bin/false``: the build must succeed without ``ngramlm/_fast/*.so``.  They
 need Cython and setuptools in the test environment (the ``test`` extra installs them) and skip,
 with that reason, where they are missing.
 """
@@ -13,13 +13,19 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from ngramlm.accel import UNITS
+
 REPO = Path(__file__).resolve().parent.parent
 NO_CC = {"CC": "/bin/false", "CXX": "/bin/false", "LDSHARED": "/bin/false"}
+# What the builds here start from: without NGRAMLM_NO_EXT, which would leave the extension out on purpose
+# (the second pass of the tests sets it) where these tests build it or find it missing for want of a compiler.
+ENV = {k: v for k, v in os.environ.items() if k != "NGRAMLM_NO_EXT" and k not in NO_CC}
 
 
 def _source_copy(dst: Path) -> Path:
@@ -30,9 +36,9 @@ def _source_copy(dst: Path) -> Path:
     import tomllib  # the packages pyproject.toml installs: a package added there is copied too
 
     listed = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]["packages"]["find"]
-    for pkg in sorted({p.split(".")[0].rstrip("*") for p in listed["include"]}):
+    for pkg in sorted({p.rstrip("*").split(".")[0] for p in listed["include"]}):
         shutil.copytree(REPO / pkg, dst / pkg, ignore=shutil.ignore_patterns(
-            "__pycache__", "*.so", "*.pyd", "_fast.c", "*.egg-info"))
+            "__pycache__", "*.so", "*.pyd", "*.c", "*.egg-info"))
     return dst
 
 
@@ -62,11 +68,11 @@ def _needs(*modules):
 @_needs("Cython", "setuptools")
 def test_build_ext_without_a_compiler_succeeds_without_the_extension(tmp_path):
     src = _source_copy(tmp_path)
-    env = dict(os.environ, **NO_CC)
+    env = dict(ENV, **NO_CC)
     r = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=src, env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert not list((src / "ngramlm").glob("_fast*.so")) and not list((src / "ngramlm").glob("_fast*.pyd"))
+    assert not list((src / "ngramlm" / "_fast").glob("*.so")) and not list((src / "ngramlm" / "_fast").glob("*.pyd"))
     assert "ngramlm: the compiled extension was not built" in r.stderr or "building" in r.stderr.lower(), r.stderr
     # The package built this way runs on its numpy/Python paths, and says so.
     # (An editable install of the repository maps `ngramlm` with a finder of its own: drop it, so the
@@ -75,7 +81,7 @@ def test_build_ext_without_a_compiler_succeeds_without_the_extension(tmp_path):
             "sys.path.insert(0, '.'); import os; from ngramlm import accel; "
             "assert os.path.abspath(accel.__file__).startswith(os.getcwd()), accel.__file__; print(accel.describe())")
     r = subprocess.run([sys.executable, "-c", code], cwd=src, capture_output=True, text=True, timeout=60,
-                       env={k: v for k, v in os.environ.items() if k != "NGRAMLM_NO_EXT"})
+                       env=ENV)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("numpy/Python fallback: the compiled extension is not built (no C compiler")
     assert "circular import" not in r.stdout
@@ -86,7 +92,7 @@ def test_build_ext_without_a_compiler_succeeds_without_the_extension(tmp_path):
 def test_a_wheel_without_a_compiler_is_pure_and_one_with_it_carries_the_extension(tmp_path):
     src = _source_copy(tmp_path / "src")
     pure = tmp_path / "pure"
-    env = dict(os.environ, **NO_CC)
+    env = dict(ENV, **NO_CC)
     cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w"]
     r = subprocess.run(cmd + [str(pure), str(src)], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -102,10 +108,46 @@ def test_a_wheel_without_a_compiler_is_pure_and_one_with_it_carries_the_extensio
         pytest.skip("no working C compiler here to build the compiled wheel")
     built = tmp_path / "built"
     r = subprocess.run(cmd + [str(built), str(src)], capture_output=True, text=True, timeout=600,
-                       env={k: v for k, v in os.environ.items() if k not in NO_CC})
+                       env=ENV)
     assert r.returncode == 0, r.stdout + r.stderr
     (whl,) = built.glob("ngramlm-*.whl")
-    assert [n for n in zipfile.ZipFile(whl).namelist() if n.startswith("ngramlm/_fast") and n.endswith(".so")]
+    # Every unit that ngramlm.accel loads, each one compiled module.
+    built_units = sorted(n.split("/")[-1].split(".")[0] for n in zipfile.ZipFile(whl).namelist()
+                         if n.startswith("ngramlm/_fast/") and n.endswith(".so"))
+    assert built_units == sorted(UNITS), built_units
+
+
+@pytest.mark.slow
+@_needs("Cython", "setuptools")
+def test_an_sdist_carries_every_unit_and_builds_them_where_cython_is_missing(tmp_path):
+    """The sdist ships each unit's Cython source and generated C file; without Cython, setup.py
+    builds every unit from the C files, and they load as one build."""
+    src = _source_copy(tmp_path / "src")
+    r = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path / "dist")], cwd=src,
+                       capture_output=True, text=True, timeout=600, env=ENV)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (sdist,) = (tmp_path / "dist").glob("ngramlm-*.tar.gz")
+    with tarfile.open(sdist) as tf:
+        names = {n.split("/", 1)[-1] for n in tf.getnames()}
+        tf.extractall(tmp_path / "x", **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+    assert {f"ngramlm/_fast/{unit}.{ext}" for unit in UNITS for ext in ("pyx", "c")} <= names
+    assert {"ngramlm/_fast/common.pxd", "ngramlm/_fast/state.pxd", "ngramlm/_fast/lazy_numpy.pxi"} <= names
+    if not _compiler_works():
+        pytest.skip("no working C compiler here to build the units from their C files")
+    hidden = tmp_path / "no-cython" / "Cython"  # a Cython whose import fails, first on the path
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError('Cython is hidden in this test')\n")
+    (root,) = (tmp_path / "x").iterdir()
+    r = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=root, capture_output=True,
+                       text=True, timeout=600, env=dict(ENV, PYTHONPATH=str(hidden.parent)))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(p.name.split(".")[0] for p in (root / "ngramlm" / "_fast").glob("*.so")) == sorted(UNITS)
+    code = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]; "
+            "sys.path.insert(0, '.'); import os; from ngramlm import accel; print(os.path.abspath(accel.__file__)); "
+            "print(accel.describe())")
+    r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60, env=ENV)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [str(root / "ngramlm" / "accel.py"), "compiled extension ngramlm._fast"]
 
 
 def test_the_metadata_gives_ranges_and_ci_pins_the_versions_it_tests():

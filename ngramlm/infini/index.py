@@ -14,7 +14,7 @@ The index is the padded training stream ``<s> w1 .. wm </s> <s> ...`` (tokens in
 unsigned dtype) and its suffix array (int32 below 2**31 tokens), built by ``pydivsufsort`` (the
 ``infini`` extra) on the big-endian bytes of the tokens (byte order = token order) -- 6 bytes a token for a vocabulary
 below 65,536.  A history never contains ``</s>``, so no match crosses a sentence end.  Queries run
-in C (``ngramlm._fast``): a binary search per pattern, and for a whole test stream the longest
+in C (``ngramlm._fast.tokens``): a binary search per pattern, and for a whole test stream the longest
 match at every position, amortised (the effective n grows by at most one a token).  Without the
 compiled extension the same searches run vectorised in numpy (``ngramlm.infini.sa_search``).
 """

@@ -1,6 +1,6 @@
 """Suffix-array searches in numpy: the ∞-gram's queries where the compiled extension is absent.
 
-Same functions, arguments and results as ``ngramlm._fast.sa_count_many`` / ``sa_range`` /
+Same functions, arguments and results as ``ngramlm._fast.tokens.sa_count_many`` / ``sa_range`` /
 ``sa_infini`` (tested equal on random and real indexes), so :mod:`ngramlm.infini.index` calls whichever
 is present.  The C version answers one pattern at a time; here *all* patterns advance together,
 one token of depth per step, each step a vectorised binary search over the rows that share the
@@ -99,7 +99,7 @@ def sa_range(tok, sa, pat) -> tuple:
 
 def sa_infini(tok, sa, test, pos, max_len: int):
     """The longest occurring suffix h' of every predicted position's history, with cnt(h') and
-    cnt(h' w) and whether h' has a single distinct continuation; as ``_fast.sa_infini``."""
+    cnt(h' w) and whether h' has a single distinct continuation; as ``_fast.tokens.sa_infini``."""
     test = np.asarray(test, dtype=np.int64)
     pos = np.asarray(pos, dtype=np.int64)
     T, n = len(test), len(tok)

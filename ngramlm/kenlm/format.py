@@ -265,7 +265,7 @@ def _trie_config(bf: BinaryFile, start: int) -> tuple:
 
 
 def trie_query_layout(L: TrieLayout) -> list:
-    """Per order 2..n, what :class:`ngramlm._fast.TrieTables` needs to read entries in place: the
+    """Per order 2..n, what :class:`ngramlm._fast.kenlm.TrieTables` needs to read entries in place: the
     byte offsets of the entries, of the pointer-compression table and of the quantisation centres,
     and the fields' widths."""
     out = []

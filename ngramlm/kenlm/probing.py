@@ -66,10 +66,10 @@ class ProbingScorer(KenlmBinaryScorer):
         return self.search.order
 
     def compiled_tables(self):
-        """The compiled state API over the file's tables (``ngramlm._fast.ProbingTables``), or None."""
+        """The compiled state API over the file's tables (``ngramlm._fast.kenlm.ProbingTables``), or None."""
         from .. import accel
 
-        if accel.fast is None or not hasattr(accel.fast, "ProbingTables") or self.search.header.model_type != 0:
+        if accel.fast is None or self.search.header.model_type != 0:
             return None
         if getattr(self, "_compiled", None) is None:
             s = self.search

@@ -288,7 +288,7 @@ class ProbingSearch:
         self.header = h
         self.order = h.order
         buf = self.file.buf
-        self.offsets = P = probing_file_layout(self.file)  # absolute, as _fast.ProbingTables takes them
+        self.offsets = P = probing_file_layout(self.file)  # absolute, as _fast.kenlm.ProbingTables takes them
         off, n = P["unigram"]
         self.unigram = np.frombuffer(buf, dtype=_UNI[h.model_type], count=n, offset=off)
         self.middles = [np.frombuffer(buf, dtype=_MID[h.model_type], count=nb, offset=o) for o, nb in P["middles"]]

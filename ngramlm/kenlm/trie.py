@@ -3,7 +3,7 @@
 Decoding a trie into the toolkit's tables (:func:`ngramlm.kenlm.read.read_trie_tables`) takes
 seconds and hundreds of MB for a PTB 5-gram; a decoder that loads a hub ``.bin`` only to score
 wants neither.  :class:`TrieScorer` maps the file and answers queries with KenLM's own search over
-the bit-packed entries (``ngramlm._fast.TrieTables``): ``ngramlm ppl``/``score``, ``ngramlm.Model``'s
+the bit-packed entries (``ngramlm._fast.kenlm.TrieTables``): ``ngramlm ppl``/``score``, ``ngramlm.Model``'s
 state API, the next-word distribution and generation.  What needs the n-grams listed -- export,
 pruning, mixing, filtering, statistics -- loads the decoded model instead
 (``load_any(path, ngrams=True)``, which those commands ask for).
@@ -26,7 +26,7 @@ class TrieScorer(KenlmBinaryScorer):
     def __init__(self, path) -> None:
         from .. import accel
 
-        if accel.fast is None or not hasattr(accel.fast, "TrieTables"):
+        if accel.fast is None:
             raise RuntimeError("TrieScorer needs the compiled extension; read_trie_tables decodes the file instead")
         self.file = BinaryFile(path, populate=True)
         h = self.file.header
@@ -59,7 +59,7 @@ class TrieScorer(KenlmBinaryScorer):
                          fix="load it with ngramlm.loading.load_any(path, ngrams=True), which decodes every n-gram")
 
     def compiled_tables(self):
-        """The compiled state API over the mapped file (``ngramlm._fast.TrieTables``)."""
+        """The compiled state API over the mapped file (``ngramlm._fast.kenlm.TrieTables``)."""
         return self.fast
 
     def _score_padded(self, tokens: np.ndarray, pos: np.ndarray):

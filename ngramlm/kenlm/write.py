@@ -99,7 +99,7 @@ def _through_arpa_text(x: np.ndarray) -> np.ndarray:
     x = np.ascontiguousarray(x, dtype=np.float64)
     if len(x) == 0:
         return np.zeros(0, dtype=np.float32)
-    if accel.fast is not None and hasattr(accel.fast, "through_text7"):
+    if accel.fast is not None:
         return accel.fast.through_text7(x)  # ~65 ns a value: less than finding the distinct ones costs
     if len(x) > 4096:
         # Formatting is the cost (~0.3 us a value); values repeat (a PTB 5-gram's 1.6 M back-offs have
@@ -201,7 +201,7 @@ class _BitWriter:
         """``values[i]`` at bit ``first + i * stride``: one field of every entry of an order."""
         from .. import accel
 
-        if accel.fast is not None and hasattr(accel.fast, "or_bits"):
+        if accel.fast is not None:
             accel.fast.or_bits(self.words, first, stride, np.ascontiguousarray(values, dtype=np.uint64), length)
         else:
             self.write(np.arange(len(values), dtype=np.uint64) * np.uint64(stride) + np.uint64(first), values, length)
@@ -233,7 +233,7 @@ def _encode(centres: np.ndarray, values: np.ndarray, reserved: int) -> np.ndarra
     from .. import accel
 
     values = np.asarray(values, dtype=np.float32)
-    if accel.fast is not None and hasattr(accel.fast, "quant_encode"):
+    if accel.fast is not None:
         return accel.fast.quant_encode(np.ascontiguousarray(centres, dtype=np.float32),
                                        np.ascontiguousarray(values), reserved)
     tail = centres[reserved:]
@@ -626,7 +626,7 @@ def _probing_insert(n_buckets: int, keys: np.ndarray) -> tuple:
     keys = np.ascontiguousarray(keys, dtype=np.uint64)
     if np.any(keys == 0):
         raise InputError("an n-gram hashes to 0, KenLM's empty-bucket marker", fix="report this model")
-    if accel.fast is not None and hasattr(accel.fast, "probing_insert"):
+    if accel.fast is not None:
         at = accel.fast.probing_insert(table, keys)
     else:
         at = np.empty(len(keys), dtype=np.int64)
