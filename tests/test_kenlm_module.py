@@ -171,7 +171,7 @@ def test_every_file_opens_as_an_instance_of_the_module_s_model(toy, tmp_path):
     for path in files:
         m = lean.Model(path)
         assert isinstance(m, lean.Model), path
-        assert type(m.BaseScore.__self__).__module__ == "ngramlm._fast", (path, m.BaseScore)  # the C tables' own
+        assert type(m.BaseScore.__self__).__module__.startswith("ngramlm._fast"), (path, m.BaseScore)  # the C tables' own
     assert isinstance(lean.LanguageModel(npz), lean.Model)
     line = toy["lines"][0]
     a, b = lean.Model(npz), lean.Model(toy["files"]["probing"])

@@ -168,8 +168,7 @@ def train_cmd(corpus, model_name, impl, data_dir, valid_file, test_file, tokeniz
     """
     t_command = time.perf_counter()  # a --time-budget covers the whole command, loading included
     _set_threads(threads)
-    from ..checkpoint import best_path, load_checkpoint, load_model
-    from ..evaluation import evaluate
+    from ..checkpoint import best_path, load_checkpoint
     from ..models import build_model, model_kind
     from ..models import model_name as model_name_of
     from ..precision import choose_precision
@@ -197,17 +196,8 @@ def train_cmd(corpus, model_name, impl, data_dir, valid_file, test_file, tokeniz
     # The test pass after training is part of the budget: the trainer leaves time for it.
     budget_kw = dict(clock_start=t_command, reserve_tokens=ds["test"].n_tokens if has_test and not dry_run else 0)
     if resume:
-        check_writable(out or resume, what="checkpoint")
-        overrides = {k: v for k, v in dict(epochs=epochs, time_budget=time_budget).items() if v is not None}
-        if bf16 is not None:
-            overrides["bf16"] = bf16
-        if dry_run:
-            overrides["max_batches"] = 1
-        trainer = Trainer.resume(resume, ds["train"].ids, ds["valid"].ids, vocab=ds.vocab, expect_name=model_name,
-                                 overrides=overrides, out=out or resume, progress=progress, log=_echo_err,
-                                 data_info=data_info, **budget_kw)
-        _echo_err(f"resuming {resume} at epoch {trainer.position['epoch'] + 1}, batch {trainer.position['batch']} "
-                  f"(step {trainer.step}, best valid ppl {trainer.best_val_ppl:.2f})")
+        trainer = _resume_trainer(resume, ds, out, model_name, epochs, time_budget, bf16, dry_run, progress,
+                                  data_info, budget_kw)
     else:
         model_name = model_name or "lstm"
         kind = model_kind(model_name)
@@ -246,18 +236,7 @@ def train_cmd(corpus, model_name, impl, data_dir, valid_file, test_file, tokeniz
                "epochs": result.epochs_done, "steps": result.steps, "train_seconds": result.seconds,
                "tokens_per_second": result.tokens_per_second, "best_valid_ppl": result.best_val_ppl, "test": None}
     if has_test:
-        best = best_path(trainer.out)
-        model = load_model(best)[0] if best.exists() else trainer.model
-        from ..training.trainer import eval_threads
-
-        with eval_threads(trainer.eval_threads):  # the count the trainer's last probe found faster
-            test = evaluate(model, ds["test"].ids, batch_size=eval_batch_size,
-                            max_tokens=2000 if dry_run else None)
-        summary["test"] = {"tokens": test.n_predicted, "log10_prob": test.log10_prob, "ppl": test.ppl,
-                           "bits_per_token": test.bits_per_token}
-        if not as_json:
-            click.echo(f"test: {test.n_predicted:,} tokens predicted, log-prob {test.log10_prob:.2f} (log10), "
-                       f"ppl {test.ppl:.2f}, {test.bits_per_token:.4f} bits/token")
+        summary["test"] = _score_test(trainer, ds["test"].ids, eval_batch_size, dry_run, as_json)
     used = time.perf_counter() - t_command
     summary.update({"budget_minutes": time_budget, "wall_seconds": used, "write_failure": trainer.write_failure})
     if time_budget is not None:
@@ -267,6 +246,44 @@ def train_cmd(corpus, model_name, impl, data_dir, valid_file, test_file, tokeniz
     if trainer.write_failure:
         # Training succeeded but its --out could not be written: say where the model is, exit non-zero.
         raise click.ClickException(trainer.write_failure)
+
+
+def _resume_trainer(resume, ds, out, model_name, epochs, time_budget, bf16, dry_run, progress, data_info,
+                    budget_kw):
+    """A Trainer that goes on from the checkpoint ``resume``: the options given on this command line
+    (epochs, time budget, bf16, a dry run's one batch) override the saved ones."""
+    from ..training.trainer import Trainer
+
+    check_writable(out or resume, what="checkpoint")
+    overrides = {k: v for k, v in dict(epochs=epochs, time_budget=time_budget).items() if v is not None}
+    if bf16 is not None:
+        overrides["bf16"] = bf16
+    if dry_run:
+        overrides["max_batches"] = 1
+    trainer = Trainer.resume(resume, ds["train"].ids, ds["valid"].ids, vocab=ds.vocab, expect_name=model_name,
+                             overrides=overrides, out=out or resume, progress=progress, log=_echo_err,
+                             data_info=data_info, **budget_kw)
+    _echo_err(f"resuming {resume} at epoch {trainer.position['epoch'] + 1}, batch {trainer.position['batch']} "
+              f"(step {trainer.step}, best valid ppl {trainer.best_val_ppl:.2f})")
+    return trainer
+
+
+def _score_test(trainer, test_ids, eval_batch_size, dry_run: bool, as_json: bool) -> dict:
+    """The test split scored by the best checkpoint (the last weights where none was kept), with the
+    thread count the trainer's last probe found faster; printed unless the summary goes out as JSON."""
+    from ..checkpoint import best_path, load_model
+    from ..evaluation import evaluate
+    from ..training.trainer import eval_threads
+
+    best = best_path(trainer.out)
+    model = load_model(best)[0] if best.exists() else trainer.model
+    with eval_threads(trainer.eval_threads):
+        test = evaluate(model, test_ids, batch_size=eval_batch_size, max_tokens=2000 if dry_run else None)
+    if not as_json:
+        click.echo(f"test: {test.n_predicted:,} tokens predicted, log-prob {test.log10_prob:.2f} (log10), "
+                   f"ppl {test.ppl:.2f}, {test.bits_per_token:.4f} bits/token")
+    return {"tokens": test.n_predicted, "log10_prob": test.log10_prob, "ppl": test.ppl,
+            "bits_per_token": test.bits_per_token}
 
 
 @neural_group.command("ppl")
