@@ -17,7 +17,7 @@ from corpora.vocab import PAD_ID  # noqa: E402
 from neural.bert.model import (IGNORE, BertLM, PretrainConfig, build_bert, encode_sentences, mask_tokens, pack_pairs,
                                pseudo_log_likelihoods, score_heads, sentence_embeddings, sentence_pairs, special_ids,
                                truncate_pair)
-from neural.bert.pretrain import pretrain  # noqa: E402
+from neural.training.bert import pretrain  # noqa: E402
 from reports.commands.bert import bert_group  # noqa: E402
 
 V = 1000  # toolkit ids: 0-3 specials, 4..999 words; [CLS] 1000, [SEP] 1001, [MASK] 1002
@@ -144,7 +144,7 @@ def test_pll_equals_a_hand_loop_over_positions(norm):
 
 
 def test_checkpoint_round_trip_gives_identical_outputs(tmp_path, toy):
-    from neural.bert.pretrain import save_bert
+    from neural.training.bert import save_bert
     from neural.checkpoint import load_model
     from neural.models import model_name
 
@@ -246,7 +246,7 @@ def test_bad_checkpoints_are_clear_errors(tmp_path):
 
 
 def test_a_causal_checkpoint_is_refused_and_bert_is_refused_by_causal_scoring(tmp_path, toy):
-    from neural.bert.pretrain import save_bert
+    from neural.training.bert import save_bert
     from neural.checkpoint import save_checkpoint
     from neural.models import build_model
     from neural.scoring import ppl_summary

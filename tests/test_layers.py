@@ -174,7 +174,7 @@ FLOORS = {
          "neural.seq2seq.rnn", "neural.seq2seq.transformer", "neural.adaptation.cache", "neural.seq2seq.translate"},
         {"neural.models", "neural.checkpoint", "neural.adaptation"},
         # 4 training, and scoring a checkpoint on a text (neural.scoring: the ppl summary)
-        {"neural.training", "neural.bert.pretrain", "neural.seq2seq.train", "neural.scoring"},
+        {"neural.training", "neural.scoring"},
         {"neural.kind", "neural", "neural.seq2seq", "neural.bert"},
         {"neural.commands"},
     ],

@@ -19,7 +19,7 @@ from neural.checkpoint import load_model, save_checkpoint  # noqa: E402
 from neural.config import Seq2SeqConfig, TrainConfig  # noqa: E402
 from neural.seq2seq.pairs import pair_batch  # noqa: E402
 from neural.seq2seq.rnn import BiRNNEncoder, Seq2Seq, reverse_padded  # noqa: E402
-from neural.seq2seq.train import Seq2SeqTrainer  # noqa: E402
+from neural.training.seq2seq import Seq2SeqTrainer  # noqa: E402
 from neural.seq2seq.translate import (attention_for, beam_translate, corpus_bleu, greedy_translate, ids_to_text,
                                       score_pairs)
 from conftest import sequence_log_prob  # noqa: E402

@@ -23,7 +23,7 @@ from neural.config import Seq2SeqConfig, TrainConfig  # noqa: E402
 from neural.models import build_model, model_name  # noqa: E402
 from neural.seq2seq.pairs import pair_batch  # noqa: E402
 from neural.seq2seq.rnn import Seq2Seq  # noqa: E402
-from neural.seq2seq.train import Seq2SeqTrainer  # noqa: E402
+from neural.training.seq2seq import Seq2SeqTrainer  # noqa: E402
 from neural.seq2seq.transformer import (SEQ2SEQ_TRANSFORMER_PRESETS, SEQ2SEQ_TRANSFORMER_TRAIN, Seq2SeqTransformer,
                                         Seq2SeqTransformerConfig, TranslatorConfig,
                                         resolve_seq2seq_transformer_config)

@@ -151,7 +151,7 @@ def train_cmd(corpus, arch, size, attention, cell, impl, emb_size, hidden_size, 
     torch.set_num_threads(threads)
     from ..checkpoint import best_path, load_checkpoint, load_model
     from ..models import build_model, model_name
-    from ..seq2seq.train import Seq2SeqTrainer
+    from ..training.seq2seq import Seq2SeqTrainer
 
     if out is None and not resume:
         tail = "-transformer" if arch == "transformer" else "-attn" if attention else ""

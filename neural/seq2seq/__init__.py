@@ -1,5 +1,5 @@
 """Sequence to sequence: the GRU encoder-decoder with and without Bahdanau attention
 (:mod:`~neural.seq2seq.rnn`), the encoder-decoder Transformer (:mod:`~neural.seq2seq.transformer`),
-sentence pairs (:mod:`~neural.seq2seq.pairs`), their training loop (:mod:`~neural.seq2seq.train`)
+sentence pairs (:mod:`~neural.seq2seq.pairs`), their training loop (:mod:`~neural.training.seq2seq`)
 and greedy/beam translation (:mod:`~neural.seq2seq.translate`).
 """

@@ -16,7 +16,7 @@ import torch
 
 from corpora.errors import InputError
 
-from .model import BertLM, HeadScores, PretrainConfig, mask_tokens, pack_pairs, score_heads, sentence_pairs
+from ..bert.model import BertLM, HeadScores, PretrainConfig, mask_tokens, pack_pairs, score_heads, sentence_pairs
 from ..checkpoint import save_checkpoint
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 import time
 
-from .pairs import PairBatches
-from ..training.trainer import Trainer
-from .translate import score_pairs
+from ..seq2seq.pairs import PairBatches
+from ..seq2seq.translate import score_pairs
+from .trainer import Trainer
 
 
 class Seq2SeqTrainer(Trainer):
