@@ -159,7 +159,7 @@ def holdout_ranges(n_lines: int, holdout: Sequence[float]) -> dict:
     return {"train": (0, n_train), "valid": (n_train, n_train + n_valid), "test": (n_train + n_valid, n_lines)}
 
 
-def _missing_corpus_error(spec: CorpusSpec, path: Path, data_dir: Optional[os.PathLike | str]) -> InputError:
+def missing_corpus_error(spec: CorpusSpec, path: Path, data_dir: Optional[os.PathLike | str]) -> InputError:
     return InputError(
         f"corpus {spec.name!r} is not in the data directory {describe_source(data_dir)}: {path} is missing",
         path=path,
@@ -211,7 +211,7 @@ def load_corpus(
 
     def lines_of(path: Path) -> list:
         if not path.exists():
-            raise _missing_corpus_error(spec, path, data_dir)
+            raise missing_corpus_error(spec, path, data_dir)
         return read_lines(path, line_filter=spec.line_filter, keep_empty_lines=keep_empty)
 
     raw: dict = {}

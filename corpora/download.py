@@ -33,7 +33,7 @@ from typing import Optional
 
 from .datadir import resolve_data_dir
 from .errors import InputError
-from .textio import _umask
+from .textio import current_umask
 from .registry import CorpusSpec, RemoteFile, get_spec
 
 MIRROR_ENV_VAR = "NGRAMLM_DOWNLOAD_MIRROR"
@@ -80,7 +80,7 @@ def _check_local_name(name: str) -> None:
 
 def _temp_path(folder: Path, final_name: str) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{final_name}.", suffix=PART_SUFFIX, dir=folder)
-    os.fchmod(fd, 0o666 & ~_umask())  # an ordinary file's permissions, not mkstemp's 0600
+    os.fchmod(fd, 0o666 & ~current_umask())  # an ordinary file's permissions, not mkstemp's 0600
     os.close(fd)
     return Path(tmp)
 

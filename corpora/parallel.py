@@ -29,7 +29,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .corpus import _missing_corpus_error
+from .corpus import missing_corpus_error
 from .datadir import resolve_data_dir
 from .errors import InputError
 from .registry import REGISTRY, SPLITS, ParallelInfo, get_spec
@@ -204,7 +204,7 @@ def _resolve(name: str, data_dir) -> tuple:
             )
         path = resolve_data_dir(data_dir) / spec.name / spec.parallel.filename
         if not path.exists():
-            raise _missing_corpus_error(spec, path, data_dir)
+            raise missing_corpus_error(spec, path, data_dir)
         return spec.name, spec.parallel, path, spec.tokenizer
     if os.sep in name or Path(name).suffix or Path(name).exists():
         path = Path(name)

@@ -122,14 +122,14 @@ def output_error(exc: OSError, path: os.PathLike | str, what: str = "cannot writ
     return OutputError(f"{what}: {reason}", path=p, fix=_fix_for(exc, folder or p.parent))
 
 
-def _umask() -> int:
+def current_umask() -> int:
     # os.umask can only be read by setting it; set it straight back.
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     if pid == os.getpid():
         return True
     try:
@@ -151,7 +151,7 @@ def _is_stale_temp(name: str, prefix: str = ".") -> bool:
         pid_part = parts[-2] if len(parts) >= 3 else ""
     else:
         pid_part = parts[0] if parts else ""
-    return not (pid_part.isdigit() and _pid_alive(int(pid_part)))
+    return not (pid_part.isdigit() and pid_alive(int(pid_part)))
 
 
 def stale_temp_files(path: os.PathLike | str) -> list:
@@ -294,7 +294,7 @@ def folder_lock(folder: os.PathLike | str, *, what: str = "run"):
         raise output_error(exc, p, "cannot create the folder") from None
     while True:
         try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666 & ~current_umask())
         except OSError as exc:
             raise output_error(exc, lock, "cannot create the lock file") from None
         if not _lock_fd(fd):
@@ -362,7 +362,7 @@ def atomic_writer(path: os.PathLike | str):
     except OSError as exc:
         raise output_error(exc, p) from None
     try:
-        os.fchmod(fd, 0o666 & ~_umask())
+        os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()

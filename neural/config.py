@@ -20,12 +20,12 @@ IMPLS = ("fused", "scratch")
 MODEL_NAMES = CELLS + ("transformer",)
 
 
-def _positive(name: str, value: object, option: str) -> None:
+def check_positive(name: str, value: object, option: str) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise InputError(f"{name} must be a positive integer, got {value!r}", fix=f"pass {option} 1 or more")
 
 
-def _probability(name: str, value: object, option: str) -> None:
+def check_probability(name: str, value: object, option: str) -> None:
     if not isinstance(value, (int, float)) or not 0.0 <= float(value) < 1.0:
         raise InputError(f"{name} must be in [0, 1), got {value!r}", fix=f"pass {option} between 0 and 0.9")
 
@@ -36,21 +36,21 @@ def _check_recurrent(cfg) -> None:
         raise InputError(f"unknown recurrent cell {cfg.cell!r}", fix=f"use one of {', '.join(CELLS)}")
     if cfg.impl not in IMPLS:
         raise InputError(f"unknown implementation {cfg.impl!r}", fix=f"use one of {', '.join(IMPLS)}")
-    _positive("emb_size", cfg.emb_size, "--emb-size")
-    _positive("hidden_size", cfg.hidden_size, "--hidden-size")
-    _positive("n_layers", cfg.n_layers, "--layers")
-    _probability("dropout", cfg.dropout, "--dropout")
+    check_positive("emb_size", cfg.emb_size, "--emb-size")
+    check_positive("hidden_size", cfg.hidden_size, "--hidden-size")
+    check_positive("n_layers", cfg.n_layers, "--layers")
+    check_probability("dropout", cfg.dropout, "--dropout")
 
 
-def _check_transformer(cfg, length: str, length_option: str) -> None:
+def check_transformer(cfg, length: str, length_option: str) -> None:
     """The fields the Transformer configs share (the LM's and the translator's): sizes, the longest input
     (the field ``length``, set by ``length_option``), dropout, heads dividing the width, positions, attention."""
-    _positive("d_model", cfg.d_model, "--d-model")
-    _positive("n_layers", cfg.n_layers, "--layers")
-    _positive("n_heads", cfg.n_heads, "--heads")
-    _positive("d_ff", cfg.d_ff, "--d-ff")
-    _positive(length, getattr(cfg, length), length_option)
-    _probability("dropout", cfg.dropout, "--dropout")
+    check_positive("d_model", cfg.d_model, "--d-model")
+    check_positive("n_layers", cfg.n_layers, "--layers")
+    check_positive("n_heads", cfg.n_heads, "--heads")
+    check_positive("d_ff", cfg.d_ff, "--d-ff")
+    check_positive(length, getattr(cfg, length), length_option)
+    check_probability("dropout", cfg.dropout, "--dropout")
     if cfg.d_model % cfg.n_heads:
         raise InputError(
             f"--heads {cfg.n_heads} does not divide --d-model {cfg.d_model}: "
@@ -67,7 +67,7 @@ def _divisor_hint(n: int) -> str:
     return ", ".join(str(d) for d in range(1, min(n, 16) + 1) if n % d == 0)
 
 
-class _Config:
+class ConfigBase:
     """Shared helpers: plain-dict round trip that rejects unknown keys."""
 
     def to_dict(self) -> dict:
@@ -86,7 +86,7 @@ class _Config:
 
 
 @dataclass
-class RNNConfig(_Config):
+class RNNConfig(ConfigBase):
     """A recurrent LM: embedding -> stacked RNN/LSTM/GRU -> linear over the vocabulary."""
 
     vocab_size: int  # ids incl. specials (len(vocab)); the output predicts vocab_size - 2 types
@@ -110,12 +110,12 @@ class RNNConfig(_Config):
         return self.locked_dropout or self.weight_drop > 0
 
     def validate(self) -> None:
-        _positive("vocab_size", self.vocab_size, "a vocabulary with")
+        check_positive("vocab_size", self.vocab_size, "a vocabulary with")
         _check_recurrent(self)
         if self.dropout_in is not None:
-            _probability("dropout_in", self.dropout_in, "--dropout-in")
-        _probability("emb_dropout", self.emb_dropout, "--emb-dropout")
-        _probability("weight_drop", self.weight_drop, "--weight-drop")
+            check_probability("dropout_in", self.dropout_in, "--dropout-in")
+        check_probability("emb_dropout", self.emb_dropout, "--emb-dropout")
+        check_probability("weight_drop", self.weight_drop, "--weight-drop")
         if self.regularised and self.impl != "fused":
             raise InputError("locked dropout and weight drop are built on the fused kernels (--impl fused)",
                              fix="use --impl fused, or drop --locked-dropout/--weight-drop for the scratch cells")
@@ -135,7 +135,7 @@ class RNNConfig(_Config):
 
 
 @dataclass
-class TransformerConfig(_Config):
+class TransformerConfig(ConfigBase):
     """A decoder-only Transformer LM with pre-norm blocks."""
 
     vocab_size: int
@@ -150,12 +150,12 @@ class TransformerConfig(_Config):
     tie_weights: bool = True
 
     def validate(self) -> None:
-        _positive("vocab_size", self.vocab_size, "a vocabulary with")
-        _check_transformer(self, "block_size", "--block-size")
+        check_positive("vocab_size", self.vocab_size, "a vocabulary with")
+        check_transformer(self, "block_size", "--block-size")
 
 
 @dataclass
-class Seq2SeqConfig(_Config):
+class Seq2SeqConfig(ConfigBase):
     """An encoder-decoder translator: bidirectional RNN encoder, RNN decoder, optional additive attention."""
 
     vocab_size: int  # target ids incl. specials; the output predicts vocab_size - 2 types (as the LMs)
@@ -170,16 +170,16 @@ class Seq2SeqConfig(_Config):
     attn_size: int = 256  # width of the additive attention's hidden layer
 
     def validate(self) -> None:
-        _positive("vocab_size", self.vocab_size, "a target vocabulary with")
-        _positive("src_vocab_size", self.src_vocab_size, "a source vocabulary with")
+        check_positive("vocab_size", self.vocab_size, "a target vocabulary with")
+        check_positive("src_vocab_size", self.src_vocab_size, "a source vocabulary with")
         _check_recurrent(self)
-        _positive("attn_size", self.attn_size, "--attn-size")
+        check_positive("attn_size", self.attn_size, "--attn-size")
         if not isinstance(self.attention, bool):
             raise InputError(f"attention must be true or false, got {self.attention!r}", fix="use --attention/--no-attention")
 
 
 @dataclass
-class TrainConfig(_Config):
+class TrainConfig(ConfigBase):
     """How a model is trained.  Stored in the checkpoint so a resumed run continues identically."""
 
     epochs: int = 10
@@ -211,10 +211,10 @@ class TrainConfig(_Config):
     average_after: Optional[float] = None
 
     def validate(self) -> None:
-        _positive("epochs", self.epochs, "--epochs")
-        _positive("batch_size", self.batch_size, "--batch-size")
-        _positive("bptt", self.bptt, "--bptt")
-        _positive("eval_batch_size", self.eval_batch_size, "--eval-batch-size")
+        check_positive("epochs", self.epochs, "--epochs")
+        check_positive("batch_size", self.batch_size, "--batch-size")
+        check_positive("bptt", self.bptt, "--bptt")
+        check_positive("eval_batch_size", self.eval_batch_size, "--eval-batch-size")
         if self.batch_scheme not in ("sequential", "random"):
             raise InputError(f"unknown batch scheme {self.batch_scheme!r}", fix="use sequential or random")
         if self.optimizer not in ("sgd", "adamw"):
@@ -241,7 +241,7 @@ class TrainConfig(_Config):
         if self.time_budget is not None and not self.time_budget > 0:
             raise InputError(f"--time-budget must be > 0 minutes, got {self.time_budget}", fix="omit it for no limit")
         if self.max_batches is not None:
-            _positive("max_batches", self.max_batches, "--max-batches")
+            check_positive("max_batches", self.max_batches, "--max-batches")
 
 
 # ---------------------------------------------------------------------------- presets

@@ -57,7 +57,7 @@ class EvalResult:
                 "cross_entropy_nats": self.cross_entropy_nats, "bits_per_token": self.bits_per_token, "ppl": self.ppl}
 
 
-def _chunks(model: LanguageModel, ids: np.ndarray, batch_size: int, chunk_len: Optional[int]):
+def eval_chunks(model: LanguageModel, ids: np.ndarray, batch_size: int, chunk_len: Optional[int]):
     x, y = eval_rows(ids, batch_size)
     step = chunk_len or model.eval_chunk_len()
     for a in range(0, x.size(1), step):
@@ -79,7 +79,7 @@ def evaluate(model: LanguageModel, ids: np.ndarray, *, batch_size: int = 1, chun
     model.eval()
     total, count, state = 0.0, 0, None
     try:
-        for xb, yb in _chunks(model, ids, batch_size, chunk_len):
+        for xb, yb in eval_chunks(model, ids, batch_size, chunk_len):
             n = int((yb != PAD_ID).sum())
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
                 _, loss, state = model(xb, yb, state, need_logits=False)
@@ -97,7 +97,7 @@ def token_log_probs(model: LanguageModel, ids: np.ndarray, *, chunk_len: Optiona
     model.eval()
     out, state = [], None
     try:
-        for xb, yb in _chunks(model, ids, 1, chunk_len):
+        for xb, yb in eval_chunks(model, ids, 1, chunk_len):
             logits, _, state = model(xb, None, state)
             logp = F.log_softmax(logits.float(), dim=-1)
             # Copy the T scores out now: keeping the gathered view held on to ~10 MB per chunk
@@ -125,7 +125,7 @@ def token_log_probs_and_hidden(model: LanguageModel, ids: np.ndarray, *,
     out, states, state = [], [], None
     try:
         with recording_hidden(model) as recorded:
-            for xb, yb in _chunks(model, ids, 1, chunk_len):
+            for xb, yb in eval_chunks(model, ids, 1, chunk_len):
                 logits, _, state = model(xb, None, state)
                 logp = F.log_softmax(logits.float(), dim=-1)
                 out.append(logp.gather(-1, yb[..., None])[0, :, 0].double().numpy().copy())

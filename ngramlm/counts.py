@@ -53,7 +53,7 @@ def padded_stream(encoded: EncodedText) -> tuple[np.ndarray, np.ndarray]:
     return tokens, pos
 
 
-def _unique_inverse(keys: np.ndarray, return_first: bool = False):
+def unique_inverse(keys: np.ndarray, return_first: bool = False):
     """``(unique_sorted, inverse, counts)`` of an int64 array, faster than np.unique.
 
     Sorting a plain int64 array (SIMD sort) beats an argsort; positions ride in the
@@ -140,7 +140,7 @@ class NgramCounts:
         for k in range(2, order + 1):
             valid = np.flatnonzero(remaining[: n - k + 1] >= k - 1)
             keys = ids_prev[valid].astype(np.int64) * V + tokens[valid + k - 1]
-            uniq, inv, counts, rep = _unique_inverse(keys, return_first=True)
+            uniq, inv, counts, rep = unique_inverse(keys, return_first=True)
             del keys
             # The suffix of the k-gram starting at i is the (k-1)-gram starting at i+1.
             suffix = ids_prev[valid[rep] + 1].astype(i32)
@@ -237,7 +237,7 @@ class NgramCounts:
             if not np.all(ok):
                 raise ValueError(f"order-{k} n-gram whose prefix is missing from order {k - 1}")
             keys = parent * V + g[:, -1]
-            uniq, inv, _ = _unique_inverse(keys)
+            uniq, inv, _ = unique_inverse(keys)
             cnt = np.bincount(inv, weights=c, minlength=len(uniq)).astype(np.int64)
             tables.append(OrderTable(uniq // V, uniq % V, cnt))
             prev_grams = np.column_stack([prev_grams[uniq // V], uniq % V])

@@ -50,7 +50,7 @@ class BackoffEstimate:
 
 
 # ----------------------------------------------------------------------------- helpers
-def _unigram_mask(V: int) -> np.ndarray:
+def unigram_mask(V: int) -> np.ndarray:
     """Unigram ids that are predicted types (everything but <pad> and <s>)."""
     m = np.ones(V, dtype=bool)
     m[PAD_ID] = False
@@ -61,7 +61,7 @@ def _unigram_mask(V: int) -> np.ndarray:
 def _raw_counts(counts: NgramCounts) -> list:
     out = [t.count.astype(np.float64) for t in counts.tables]
     out[0] = out[0].copy()
-    out[0][~_unigram_mask(counts.vocab_size)] = 0.0
+    out[0][~unigram_mask(counts.vocab_size)] = 0.0
     return out
 
 
@@ -95,7 +95,7 @@ def adjusted_counts(counts: NgramCounts) -> list:
         cont[starts_bos] = counts.tables[k - 1].count[starts_bos]
         adj[k - 1] = cont
     adj[0] = adj[0].copy()
-    adj[0][~_unigram_mask(counts.vocab_size)] = 0.0
+    adj[0][~unigram_mask(counts.vocab_size)] = 0.0
     return adj
 
 
@@ -140,7 +140,7 @@ def mkn_alpha_gamma(a: np.ndarray, parent: np.ndarray, n_ctx: int, D: np.ndarray
     return alpha, gamma
 
 
-def _interpolate(counts: NgramCounts, alphas: list, gammas: list, n_types: int) -> tuple[list, list]:
+def interpolate_orders(counts: NgramCounts, alphas: list, gammas: list, n_types: int) -> tuple[list, list]:
     """p_k(hw) = alpha_k(hw) + gamma_k(h) p_{k-1}(h'w); unigrams interpolate with uniform.
 
     ``alphas[k-1]`` is aligned with order k's entries, ``gammas[k-1]`` with the
@@ -169,7 +169,7 @@ def _interpolate(counts: NgramCounts, alphas: list, gammas: list, n_types: int) 
 # which applies them to chunks of rows: one implementation, so the two paths cannot drift apart.
 def unigram_probs(alpha1: np.ndarray, gamma1: float, n_types: int, V: int) -> np.ndarray:
     """p_1(w) = alpha_1(w) + gamma_1 / n_types for predicted types, 0 for <pad> and <s>."""
-    return np.where(_unigram_mask(V), alpha1 + gamma1 / n_types, 0.0)
+    return np.where(unigram_mask(V), alpha1 + gamma1 / n_types, 0.0)
 
 
 def interpolate_rows(alpha: np.ndarray, gamma_of_context: np.ndarray, lower: np.ndarray) -> np.ndarray:
@@ -300,7 +300,7 @@ class ModifiedKneserNey(Smoother):
             gammas.append(gamma)
             adj[k - 1] = None
         gammas[0] = gammas[0][0]
-        lp, lb = _interpolate(counts, alphas, gammas, n_types)
+        lp, lb = interpolate_orders(counts, alphas, gammas, n_types)
         info = {"discounts": [list(map(float, d)) for d in discounts]}
         if lmplz is not None:
             info["compat"] = {"kenlm": {"uniform_types": n_types,
@@ -351,7 +351,7 @@ class AbsoluteDiscounting(Smoother):
             mass = _context_sums(parent, np.minimum(c, D), n_ctx)
             gammas.append(np.where(denom > 0, mass / safe, 0.0))
         gammas[0] = gammas[0][0]
-        lp, lb = _interpolate(counts, alphas, gammas, n_types)
+        lp, lb = interpolate_orders(counts, alphas, gammas, n_types)
         return BackoffEstimate(lp, lb, info={"discounts": ds})
 
 
@@ -374,7 +374,7 @@ class WittenBell(Smoother):
             alphas.append(c / safe[parent])
             gammas.append(np.where(denom > 0, types / safe, 0.0))
         gammas[0] = gammas[0][0]
-        lp, lb = _interpolate(counts, alphas, gammas, n_types)
+        lp, lb = interpolate_orders(counts, alphas, gammas, n_types)
         return BackoffEstimate(lp, lb)
 
 
@@ -413,7 +413,7 @@ class JelinekMercer(Smoother):
             alphas.append(lam * c / safe[parent])
             gammas.append(np.where(seen, 1.0 - lam, 0.0))
         gammas[0] = gammas[0][0]
-        lp, lb = _interpolate(counts, alphas, gammas, n_types)
+        lp, lb = interpolate_orders(counts, alphas, gammas, n_types)
         return BackoffEstimate(lp, lb, info={"lambdas": [float(x) for x in lambdas]})
 
 
@@ -467,7 +467,7 @@ class Katz(Smoother):
         ratios.append(d[1:].tolist())
         disc = np.where(c1 <= self.k_max, d[np.minimum(c1, self.k_max).astype(np.int64)], 1.0) * c1
         total = c1.sum()
-        mask = _unigram_mask(V)
+        mask = unigram_mask(V)
         p1 = disc / total
         if 1.0 - p1.sum() <= 1e-12:
             # Nothing was discounted (the fallback's ratios of 1, or every count above k_max): as at

@@ -34,7 +34,7 @@ SMOOTHER_COLOURS = ("#D55E00", "#E69F00", "#009E73", "#56B4E9", "#CC79A7", "#F0E
 matplotlib.rcParams["axes.prop_cycle"] = matplotlib.cycler(color=list(OKABE_ITO))
 
 
-def _png(fig) -> Optional[bytes]:
+def png_bytes(fig) -> Optional[bytes]:
     """The figure as PNG bytes, and closed; None for None (a figure function with nothing to draw)."""
     if fig is None:
         return None
@@ -88,11 +88,11 @@ def vwall_figure(results: dict):
 
 
 def vwall(results: dict) -> Optional[bytes]:
-    return _png(vwall_figure(results))
+    return png_bytes(vwall_figure(results))
 
 
 def perplexity_by_order(results: dict) -> Optional[bytes]:
-    return _png(perplexity_by_order_figure(results))
+    return png_bytes(perplexity_by_order_figure(results))
 
 
 def perplexity_by_order_figure(results: dict):
@@ -193,11 +193,11 @@ def count_spectrum(results: dict) -> Optional[bytes]:
     ax.set_ylabel("$n_c$: distinct n-grams seen c times")
     ax.set_title("Count of counts (the Zipf tail): most n-grams are seen once")
     ax.legend(fontsize=8)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def learning_curves(results: dict) -> Optional[bytes]:
-    return _png(learning_curves_figure(results))
+    return png_bytes(learning_curves_figure(results))
 
 
 def learning_curves_figure(results: dict):
@@ -231,7 +231,7 @@ def learning_curves_figure(results: dict):
 
 
 def interpolation(results: dict) -> Optional[bytes]:
-    return _png(interpolation_figure(results))
+    return png_bytes(interpolation_figure(results))
 
 
 def interpolation_figure(results: dict):
@@ -252,7 +252,7 @@ def interpolation_figure(results: dict):
 
 
 def effective_n(results: dict) -> Optional[bytes]:
-    return _png(effective_n_figure(results))
+    return png_bytes(effective_n_figure(results))
 
 
 def effective_n_figure(results: dict):
@@ -300,7 +300,7 @@ def attention_labels(att: dict) -> list:
 
 
 def attention_static(results: dict) -> Optional[bytes]:
-    return _png(attention_static_figure(results))
+    return png_bytes(attention_static_figure(results))
 
 
 def attention_static_figure(results: dict):

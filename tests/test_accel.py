@@ -319,7 +319,7 @@ def test_empty_high_orders_write_the_same_bytes_either_way(tmp_path, monkeypatch
 def test_the_threaded_writer_passes_write_errors_to_the_caller():
     import errno
 
-    from ngramlm.io.arpa import _ThreadedWriter
+    from ngramlm.io.arpa import ThreadedWriter
 
     class Full:
         def __init__(self):
@@ -333,12 +333,12 @@ def test_the_threaded_writer_passes_write_errors_to_the_caller():
 
     fh = Full()
     with pytest.raises(OSError, match="No space"):
-        with _ThreadedWriter(fh) as w:
+        with ThreadedWriter(fh) as w:
             for i in range(50):
                 w.write(b"x%d" % i)
     assert fh.data == [b"x0", b"x1"]  # in order, and nothing after the error
     ok = Full()
-    with _ThreadedWriter(ok) as w:
+    with ThreadedWriter(ok) as w:
         w.write(b"a")
         w.write(b"b")
     assert ok.data == [b"a", b"b"]
@@ -353,7 +353,7 @@ def test_a_full_disk_while_writing_arpa_leaves_no_file(toy, tmp_path, monkeypatc
 
     lm, _ = toy[0]["mkn4"]
     calls = {"n": 0}
-    real = arpa._ThreadedWriter._run
+    real = arpa.ThreadedWriter._run
 
     def failing_run(self):
         write = self.fh.write
@@ -367,7 +367,7 @@ def test_a_full_disk_while_writing_arpa_leaves_no_file(toy, tmp_path, monkeypatc
         self.fh = type("F", (), {"write": staticmethod(limited)})()
         return real(self)
 
-    monkeypatch.setattr(arpa._ThreadedWriter, "_run", failing_run)
+    monkeypatch.setattr(arpa.ThreadedWriter, "_run", failing_run)
     with pytest.raises(OutputError, match="No space"):
         write_arpa(lm, tmp_path / "m.arpa")
     assert list(tmp_path.iterdir()) == []

@@ -259,6 +259,31 @@ def _string_imports(root: Path, allowed: set) -> list:
     return bad
 
 
+def test_no_private_name_is_imported_from_another_module():
+    """A leading underscore means "this module's own": a name another module needs is public API of the
+    module that owns it (``from X import _name`` across library modules was 37 places before)."""
+    bad = []
+    for package in ("corpora", "ngramlm", "neural", "reports", "labs"):
+        for module, path in _modules(package).items():
+            if path.suffix != ".py":
+                continue
+            is_pkg = path.name == "__init__.py"
+            base_pkg = module if is_pkg else module.rpartition(".")[0]
+            for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+                if not isinstance(node, ast.ImportFrom) or node.module == "__future__":
+                    continue
+                if node.level:
+                    base = base_pkg.split(".")
+                    target = ".".join(base[: len(base) - (node.level - 1)] + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                if target.split(".")[0] not in ("corpora", "ngramlm", "neural", "reports", "labs") or target == module:
+                    continue
+                bad += [f"{module}:{node.lineno} {target}.{a.name}" for a in node.names
+                        if a.name.startswith("_") and not a.name.startswith("__")]
+    assert bad == [], "private names imported across modules: " + ", ".join(bad)
+
+
 def test_no_import_by_a_string_across_packages():
     """A module named in a string (importlib) is loaded only within its own package (PEP 562 laziness,
     labs and tokenizer providers by name) or by cli.py; a family is never reached from below by a string

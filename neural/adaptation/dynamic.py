@@ -43,7 +43,7 @@ import torch.nn.functional as F
 from corpora.errors import InputError
 
 from ..base import LanguageModel
-from ..evaluation import _chunks
+from ..evaluation import eval_chunks
 from ..hidden import recording_hidden
 
 RULES = ("sgd", "rms")
@@ -106,7 +106,7 @@ def gradient_rms(model: LanguageModel, ids: np.ndarray, *, segment_len: int = DE
     model.eval()  # no dropout: the gradients the dynamic pass will see
     n, state = 0, None
     try:
-        for xb, yb in _chunks(model, ids, 1, segment_len):
+        for xb, yb in eval_chunks(model, ids, 1, segment_len):
             model.zero_grad(set_to_none=True)
             with torch.enable_grad():
                 _, loss, state = model(xb, yb, state, need_logits=False)
@@ -150,7 +150,7 @@ def dynamic_token_log_probs(model: LanguageModel, ids: np.ndarray, *, config: Dy
     model.eval()  # no dropout while scoring or adapting
     out, states, state, start = [], [], None, 0
     try:
-        for xb, yb in _chunks(model, ids, 1, config.segment_len):
+        for xb, yb in eval_chunks(model, ids, 1, config.segment_len):
             stop = start + yb.size(1)
             # 1. Score the segment with the weights as they are (adapted to the segments before it only).
             with torch.no_grad(), recording_hidden(model) as recorded:

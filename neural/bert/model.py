@@ -52,7 +52,7 @@ from torch import nn
 from corpora.errors import InputError
 from corpora.vocab import PAD_ID, UNK_ID
 
-from ..config import _Config, _positive, _probability
+from ..config import ConfigBase, check_positive, check_probability
 from ..transformer import init_weights
 
 # The predicted ids are <unk> and the words: ids 3 .. V-1 (never <pad>, <s>, </s> or BERT's specials).
@@ -68,7 +68,7 @@ def special_ids(vocab_size: int) -> tuple:
 
 # ---------------------------------------------------------------------------- config
 @dataclass
-class BertConfig(_Config):
+class BertConfig(ConfigBase):
     """A BERT encoder.  ``vocab_size`` is ``len(vocab)``: the specials add 3 rows to the embedding table."""
 
     vocab_size: int
@@ -83,16 +83,16 @@ class BertConfig(_Config):
     norm: str = "pre"
 
     def validate(self) -> None:
-        _positive("vocab_size", self.vocab_size, "a vocabulary with")
+        check_positive("vocab_size", self.vocab_size, "a vocabulary with")
         if self.vocab_size <= FIRST_WORD:
             raise InputError(f"a vocabulary of {self.vocab_size} ids has no words", fix="train on a non-empty corpus")
         # The sizes come from a preset (`--size`) or from Python, so the fixes name the config fields.
-        _positive("d_model", self.d_model, "d_model")
-        _positive("n_layers", self.n_layers, "n_layers")
-        _positive("n_heads", self.n_heads, "n_heads")
-        _positive("d_ff", self.d_ff, "d_ff")
-        _positive("max_len", self.max_len, "max_len")
-        _probability("dropout", self.dropout, "dropout")
+        check_positive("d_model", self.d_model, "d_model")
+        check_positive("n_layers", self.n_layers, "n_layers")
+        check_positive("n_heads", self.n_heads, "n_heads")
+        check_positive("d_ff", self.d_ff, "d_ff")
+        check_positive("max_len", self.max_len, "max_len")
+        check_probability("dropout", self.dropout, "dropout")
         if self.max_len < 5:
             raise InputError(f"max_len {self.max_len} cannot hold [CLS] a [SEP] b [SEP]", fix="use max_len 16 or more")
         if self.d_model % self.n_heads:
@@ -112,7 +112,7 @@ BERT_PRESETS = {
 
 
 @dataclass
-class PretrainConfig(_Config):
+class PretrainConfig(ConfigBase):
     """How BERT is pretrained (stored in the checkpoint's ``train`` entry)."""
 
     batch_size: int = 32  # sentence pairs per step
@@ -130,10 +130,10 @@ class PretrainConfig(_Config):
     seed: int = 1234
 
     def validate(self) -> None:
-        _positive("batch_size", self.batch_size, "--batch-size")
-        _positive("epochs", self.epochs, "epochs")
-        _positive("eval_every", self.eval_every, "--eval-every")
-        _positive("valid_pairs", self.valid_pairs, "valid_pairs")
+        check_positive("batch_size", self.batch_size, "--batch-size")
+        check_positive("epochs", self.epochs, "epochs")
+        check_positive("eval_every", self.eval_every, "--eval-every")
+        check_positive("valid_pairs", self.valid_pairs, "valid_pairs")
         if self.warmup_steps < 0:
             raise InputError(f"warmup_steps must be >= 0, got {self.warmup_steps}", fix="use e.g. --warmup 200")
         if not self.lr > 0:
@@ -143,7 +143,7 @@ class PretrainConfig(_Config):
         if self.minutes is not None and not self.minutes > 0:
             raise InputError(f"--minutes must be > 0, got {self.minutes}", fix="omit it for no time limit")
         if self.max_steps is not None:
-            _positive("max_steps", self.max_steps, "--max-steps")
+            check_positive("max_steps", self.max_steps, "--max-steps")
 
 
 # ---------------------------------------------------------------------------- the model

@@ -50,14 +50,14 @@ from torch import nn
 from corpora.errors import InputError
 
 from ..base import LanguageModel
-from ..config import SEQ2SEQ_TRAIN, Seq2SeqConfig, _Config, _check_transformer, _positive
+from ..config import SEQ2SEQ_TRAIN, Seq2SeqConfig, ConfigBase, check_transformer, check_positive
 from .rnn import Seq2Seq, length_mask
 from ..transformer import FeedForward, init_weights, scale_residual_outputs, scratch_attention, sinusoidal_table
 
 
 # ---------------------------------------------------------------------------- config
 @dataclass
-class Seq2SeqTransformerConfig(_Config):
+class Seq2SeqTransformerConfig(ConfigBase):
     """An encoder-decoder Transformer translator (``n_layers`` encoder and ``n_layers`` decoder layers)."""
 
     vocab_size: int  # target ids incl. specials; the output predicts vocab_size - 2 types (as the LMs)
@@ -75,12 +75,12 @@ class Seq2SeqTransformerConfig(_Config):
     tie_weights: bool = True  # the target embedding is the output layer's weight
 
     def validate(self) -> None:
-        _positive("vocab_size", self.vocab_size, "a target vocabulary with")
-        _positive("src_vocab_size", self.src_vocab_size, "a source vocabulary with")
+        check_positive("vocab_size", self.vocab_size, "a target vocabulary with")
+        check_positive("src_vocab_size", self.src_vocab_size, "a source vocabulary with")
         if self.arch != "transformer":
             raise InputError(f"a Transformer translator's arch must be 'transformer', got {self.arch!r}",
                              fix="build a GRU translator from a Seq2SeqConfig instead")
-        _check_transformer(self, "max_len", "max_len")
+        check_transformer(self, "max_len", "max_len")
         if self.norm not in ("pre", "post"):
             raise InputError(f"unknown layer-norm placement {self.norm!r}", fix="use pre or post")
 

@@ -477,7 +477,7 @@ cdef int _write_rows(_Sink sink, _FmtSlot* cache, int k, Py_ssize_t n, int64_t s
     cdef int j, m
     cdef char num[40]
     cdef Py_ssize_t need, wl
-    # Formatting runs without the GIL: a writer thread (arpa._ThreadedWriter) can copy the previous
+    # Formatting runs without the GIL: a writer thread (arpa.ThreadedWriter) can copy the previous
     # chunk into the file meanwhile.
     with nogil:
         for r in range(n):

@@ -22,7 +22,7 @@ from typing import Callable, Optional
 from corpora.errors import InputError
 
 from ..counts import NgramCounts
-from .streaming import RunMerger, TempFolder, _encode, _line_blocks
+from .streaming import RunMerger, TempFolder, encode_block, line_blocks
 
 CONNECT_TIMEOUT_S = 5
 _TASK_DELAY_S = 0.0  # fault-injection tests slow each task down so a worker can be killed mid-job
@@ -121,11 +121,11 @@ def _shard_counts(shard, vocab, order: int, spec, keep_empty: bool, line_filter:
 
         filt = LINE_FILTERS[line_filter]
     sents = []
-    for _, lines in _line_blocks(shard):
+    for _, lines in line_blocks(shard):
         if filt is not None:
             lines = [filt(x) for x in lines]
         sents.extend(tokenize(x) for x in lines)
-    enc = _encode(vocab, sents, keep_empty)
+    enc = encode_block(vocab, sents, keep_empty)
     del sents
     if enc.n_sentences == 0:
         return None, 0, 0

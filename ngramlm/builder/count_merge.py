@@ -31,7 +31,7 @@ import numpy as np
 from corpora.errors import InputError
 
 from ..counts import NgramCounts, OrderTable
-from ..smoothing import (BackoffEstimate, Smoother, _interpolate, _unigram_mask, adjusted_counts, count_of_counts,
+from ..smoothing import (BackoffEstimate, Smoother, interpolate_orders, unigram_mask, adjusted_counts, count_of_counts,
                          discount_vector, mergeable_smoothers)
 
 
@@ -149,7 +149,7 @@ class MergedSmoother(Smoother):
             # off whole, as it would if it were not stored.
             gammas.append(np.where(denom > 0, mass / safe, 1.0))
         gammas[0] = float(gammas[0][0])
-        lp, lb = _interpolate(union, alphas, gammas, n_types)
+        lp, lb = interpolate_orders(union, alphas, gammas, n_types)
         info = {"count_merging": {"weights": self.weights}}
         if any("discounts" in st for st in stats):
             info["discounts_per_text"] = [st.get("discounts") for st in stats]  # None: weight 0
@@ -163,7 +163,7 @@ def _text_stats(base: Smoother, union: NgramCounts, raw: list, n: int) -> dict:
     counts = raw
     raw = [r.astype(np.float64) for r in raw]
     raw[0] = raw[0].copy()
-    raw[0][~_unigram_mask(V)] = 0.0
+    raw[0][~unigram_mask(V)] = 0.0
     parents = [np.zeros(len(raw[0]), dtype=np.int64)] + [union.tables[k - 1].parent for k in range(2, n + 1)]
     n_ctx = [1] + [len(union.tables[k - 2]) for k in range(2, n + 1)]
     out = {"kept": [], "denom": []}

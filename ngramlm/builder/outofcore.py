@@ -40,7 +40,7 @@ from corpora.errors import InputError
 from corpora.vocab import BOS_ID, PAD_ID
 
 from .diskarrays import Column, ColumnWriter, count_occurrences, gather
-from ..smoothing import (ModifiedKneserNey, _unigram_mask, count_of_counts, discount_vector, interpolate_rows,
+from ..smoothing import (ModifiedKneserNey, unigram_mask, count_of_counts, discount_vector, interpolate_rows,
                          log_backoff, mkn_alpha_gamma, out_of_core_smoothers, unigram_probs)
 from .streaming import FIXED_OVERHEAD, DiskCounts, TempFolder
 
@@ -138,7 +138,7 @@ def estimate(dc: DiskCounts, smoother: ModifiedKneserNey, n_types: int, folder: 
         if k == 1:
             a = cont.read_all().astype(np.float64)
             a[a0:a1] = dc.unigrams[a0:a1]
-            a[~_unigram_mask(V)] = 0.0
+            a[~unigram_mask(V)] = 0.0
             adj[0] = a
             ncs[0] = count_of_counts(a[a > 0], 4)
         else:
@@ -157,7 +157,7 @@ def estimate(dc: DiskCounts, smoother: ModifiedKneserNey, n_types: int, folder: 
     nc = np.zeros(5, dtype=np.int64)
     if n == 1:
         a = dc.unigrams.astype(np.float64)
-        a[~_unigram_mask(V)] = 0.0
+        a[~unigram_mask(V)] = 0.0
         adj[0] = a
         ncs[0] = count_of_counts(a[a > 0], 4)
     else:
@@ -315,14 +315,14 @@ def write_arpa(dm: DiskModel, vocab, path, *, chunk: int, smoother_name: str) ->
 
     from corpora.textio import atomic_writer
 
-    from ..io.arpa import META_PREFIX, _Formatters, _ThreadedWriter, arpa_meta
+    from ..io.arpa import META_PREFIX, ArpaFormatters, ThreadedWriter, arpa_meta
 
     n, V = dm.order, dm.V
     head = [META_PREFIX + json.dumps(arpa_meta(SimpleNamespace(vocab_=vocab, smoother_name_=smoother_name)), separators=(",", ":"),
                                      ensure_ascii=False), "", "\\data\\"]
     head += [f"ngram {k}={c}" for k, c in enumerate([V - 1] + [dm.size(k) for k in range(2, n + 1)], start=1)]
     words = [w.encode("utf-8") for w in vocab.itos_]
-    with atomic_writer(path) as raw_fh, _ThreadedWriter(raw_fh) as fh, _Formatters(fh, words, V) as fmt:
+    with atomic_writer(path) as raw_fh, ThreadedWriter(raw_fh) as fh, ArpaFormatters(fh, words, V) as fmt:
         fmt.text(("\n".join(head) + "\n").encode("utf-8"))
         for k in range(1, n + 1):
             fmt.text(f"\n\\{k}-grams:\n".encode())

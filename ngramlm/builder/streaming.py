@@ -36,11 +36,11 @@ from typing import Callable, Iterable, Optional
 import numpy as np
 
 from corpora.errors import InputError
-from corpora.textio import OutputError, _pid_alive
+from corpora.textio import OutputError, pid_alive
 from corpora.vocab import EncodedText
 
 from ..accel import worker_threads
-from ..counts import NgramCounts, OrderTable, _unique_inverse
+from ..counts import NgramCounts, OrderTable, unique_inverse
 from .diskarrays import Column, ColumnWriter
 
 TEMP_PREFIX = "ngramlm-build-"
@@ -128,7 +128,7 @@ def sweep_stale_builds(parent: Path) -> int:
         return 0
     for q in parent.glob(f"{TEMP_PREFIX}*"):
         pid = q.name[len(TEMP_PREFIX):].split("-", 1)[0]
-        if q.is_dir() and pid.isdigit() and not _pid_alive(int(pid)):
+        if q.is_dir() and pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(q, ignore_errors=True)
             n += 1
     return n
@@ -253,7 +253,7 @@ class RunMerger:
             allk = np.concatenate([segs[b][:take[b]] for b in live])
             del segs
             allc = np.concatenate([gcounts(b, pos[b], pos[b] + take[b]) for b in live])
-            uniq, inv, _, first = _unique_inverse(allk, return_first=True)
+            uniq, inv, _, first = unique_inverse(allk, return_first=True)
             del allk
             # Summed in float64, exact for counts below 2**53.
             summed = np.bincount(inv, weights=allc, minlength=len(uniq)).astype(np.int64)
@@ -490,13 +490,13 @@ def encoded_blocks(sources: list, vocab, tokenize, *, block_tokens: int, keep_em
     """Encoded blocks of about ``block_tokens`` tokens from text sources (paths or shards)."""
     # Bytes per block: a generous 4 bytes a token keeps one decoded block well inside its share.
     for src in sources:
-        for _, lines in _line_blocks(src, block_bytes=max(1 << 16, block_tokens * 4)):
+        for _, lines in line_blocks(src, block_bytes=max(1 << 16, block_tokens * 4)):
             if line_filter is not None:
                 lines = [line_filter(x) for x in lines]
-            yield _encode(vocab, [tokenize(x) for x in lines], keep_empty)
+            yield encode_block(vocab, [tokenize(x) for x in lines], keep_empty)
 
 
-def _encode(vocab, sents: list, keep_empty: bool) -> EncodedText:
+def encode_block(vocab, sents: list, keep_empty: bool) -> EncodedText:
     """What ``vocab.encode_sentences`` gives, with the lookups as one C-level ``map`` per block."""
     from itertools import repeat
 
@@ -525,7 +525,7 @@ def word_counts(sources: list, tokenize, *, keep_empty: bool = True, line_filter
     counts: Counter = Counter()
     n_sent = n_words = 0
     for src in sources:
-        for _, lines in _line_blocks(src):
+        for _, lines in line_blocks(src):
             if line_filter is not None:
                 lines = [line_filter(x) for x in lines]
             toks: list = []
@@ -539,7 +539,7 @@ def word_counts(sources: list, tokenize, *, keep_empty: bool = True, line_filter
     return counts, n_sent, n_words
 
 
-def _line_blocks(src, block_bytes: int = 16 << 20, raw: bool = False):
+def line_blocks(src, block_bytes: int = 16 << 20, raw: bool = False):
     """Line blocks of a source: a path, or a shard ``(path, start byte, end byte, first line)``."""
     from corpora.textio import iter_line_blocks
 
@@ -604,7 +604,7 @@ def spool_ids(sources: list, tokenize, folder: TempFolder, *, plain: bool, keep_
     try:
         with open(path, "wb") as out:
             for src in sources:
-                for _, lines in _line_blocks(src, block_bytes, raw=spooler is not None):
+                for _, lines in line_blocks(src, block_bytes, raw=spooler is not None):
                     if spooler is not None:
                         ids = spooler.ids(lines, keep_empty)
                         del lines

@@ -153,7 +153,7 @@ class InfiniIndex:
     @classmethod
     def load(cls, path: os.PathLike | str, *, mmap: bool = True) -> "InfiniIndex":
         """Read an index; with ``mmap`` the token and suffix arrays are mapped (O(1), pages on demand)."""
-        from ..io.native import _map_member
+        from ..io.native import map_member
 
         p = Path(path)
         if not p.is_file():
@@ -171,8 +171,8 @@ class InfiniIndex:
                 if mmap:
                     size = p.stat().st_size
                     with open(p, "rb") as fh:
-                        tokens = _map_member(fh, infos["tokens.npy"], size)
-                        sa = _map_member(fh, infos["sa.npy"], size)
+                        tokens = map_member(fh, infos["tokens.npy"], size)
+                        sa = map_member(fh, infos["sa.npy"], size)
                 else:
                     with zf.open("tokens.npy") as fh:
                         tokens = np.lib.format.read_array(fh, allow_pickle=False)

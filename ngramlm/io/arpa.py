@@ -95,11 +95,11 @@ def _fmt(x: float) -> str:
     return f"{x:.7g}"
 
 
-def _fmt_column(x: np.ndarray) -> np.ndarray:
+def format_column(x: np.ndarray) -> np.ndarray:
     """:func:`_fmt` over a column: '%.7g' (what f'{x:.7g}' gives), '-99' for -inf."""
     u, inv = np.unique(x, return_inverse=True)
     if len(u) < len(x) // 2:  # back-off weights repeat a lot (PTB 5-gram: ~1,000 distinct of 700k)
-        return _fmt_column(u)[inv.ravel()]
+        return format_column(u)[inv.ravel()]
     out = np.empty(len(x), dtype=object)
     out[:] = list(map("%.7g".__mod__, x.tolist()))  # C-level map: ~4x np.char.mod's speed
     out[~np.isfinite(x)] = "-99"
@@ -150,9 +150,9 @@ def write_arpa(model, path: os.PathLike | str) -> None:
             text_all = text_prev[keys // V] + " " + itos[keys % V]
             sel = np.arange(len(keys))
             text = text_all
-        line = _fmt_column(lp[sel]) + "\t" + text
+        line = format_column(lp[sel]) + "\t" + text
         if bo is not None:
-            line = line + "\t" + _fmt_column(np.asarray(bo, dtype=np.float64)[sel])
+            line = line + "\t" + format_column(np.asarray(bo, dtype=np.float64)[sel])
         out.write(f"\n\\{k}-grams:\n")
         out.write("\n".join(line.tolist()))
         out.write("\n")
@@ -166,7 +166,7 @@ def _arpa_counts(model) -> list:
     return [len(model.vocab_) - 1] + [len(k) for k in model.keys_[1:]]
 
 
-class _ThreadedWriter:
+class ThreadedWriter:
     """``write`` hands each chunk to a thread that writes it to ``fh``, so the compiled formatter
     (which releases the GIL) fills the next chunk while the kernel copies this one.  A write error
     is raised again in the caller, at its next write or at the end."""
@@ -197,7 +197,7 @@ class _ThreadedWriter:
             raise self.error
         self.q.put(chunk)
 
-    def __enter__(self) -> "_ThreadedWriter":
+    def __enter__(self) -> "ThreadedWriter":
         return self
 
     def __exit__(self, *exc) -> None:
@@ -215,7 +215,7 @@ def _write_compiled(model, path, head: str) -> None:
     V = len(model.vocab_)
     n = model.order_
     words = [w.encode("utf-8") for w in model.vocab_.itos_]
-    with atomic_writer(path) as raw_fh, _ThreadedWriter(raw_fh) as fh, _Formatters(fh, words, V) as fmt:
+    with atomic_writer(path) as raw_fh, ThreadedWriter(raw_fh) as fh, ArpaFormatters(fh, words, V) as fmt:
         fmt.text(head.encode("utf-8"))
         for k in range(1, n + 1):
             lp = np.ascontiguousarray(model.log10_prob_[k - 1], dtype=np.float64)
@@ -230,7 +230,7 @@ def _write_compiled(model, path, head: str) -> None:
         fmt.text(b"\n\\end\\\n")
 
 
-class _Formatters:
+class ArpaFormatters:
     """ARPA lines formatted by the compiled formatter on a pool of threads (it runs without the GIL),
     in slices of rows, and handed to ``fh`` in file order.  Memory stays bounded: at most
     ``2 * workers`` slices (of ``SLICE_ROWS`` rows, ~10 MB of text) are in flight.  One thread where
@@ -277,7 +277,7 @@ class _Formatters:
             self.pending.append(self.pool.submit(job, a, min(n, a + step)))
             self._drain(2 * self.workers)
 
-    def __enter__(self) -> "_Formatters":
+    def __enter__(self) -> "ArpaFormatters":
         return self
 
     def __exit__(self, *exc) -> None:
@@ -511,7 +511,7 @@ def _parse_text(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: str = 
                                           None if vocab is None else vocab.stoi_))
         if k == 1:
             uni_listed = sections[0][0]
-            vocab = _vocab(uni_listed, unk_token, bos_token, eos_token)
+            vocab = arpa_vocab(uni_listed, unk_token, bos_token, eos_token)
     got = cur.next_nonblank()
     if got is None or got[0].strip() != "\\end\\":
         raise cur.err("missing \\end\\ marker (truncated file?)", min(cur.i + 1, cur.nlines))
@@ -530,7 +530,7 @@ def _parse_text(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: str = 
         keys_l.append(keys)
         lp_l.append(lp.astype(np.float64))
         bo_l.append(bo.astype(np.float64) if k < order else np.zeros(0))
-    return _tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded, uni_words=uni_listed)
+    return arpa_tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded, uni_words=uni_listed)
 
 
 def _careful_header(cur: _Cursor) -> tuple:
@@ -669,7 +669,7 @@ def _careful_rows(err, k: int, section: tuple, keys_l: list, itos: list) -> tupl
     return keys, probs[perm], bos[perm]
 
 
-def _vocab(uni_words, unk_token: str, bos_token: str, eos_token: str) -> Vocab:
+def arpa_vocab(uni_words, unk_token: str, bos_token: str, eos_token: str) -> Vocab:
     """The vocabulary of an ARPA file: specials at their fixed ids, then the unigrams in file order."""
     itos = ["<pad>", bos_token, eos_token, unk_token] + [w for w in uni_words if w not in (bos_token, eos_token, unk_token)]
     vocab = Vocab(unk_token=unk_token, bos_token=bos_token, eos_token=eos_token)
@@ -693,7 +693,7 @@ def _unigram_rows(V: int, ids: np.ndarray, probs: np.ndarray, bos: np.ndarray, h
     return np.arange(V, dtype=np.int64), lp, bo
 
 
-def _tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded: Optional[str] = None, uni_words=None):
+def arpa_tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded: Optional[str] = None, uni_words=None):
     from ..tables import NgramTables
 
     info = {"arpa": str(path)}
@@ -788,7 +788,7 @@ def _read_arpa_fast(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: st
         return None
     if "<pad>" in uni_words:
         return None
-    vocab = _vocab(uni_words, unk_token, bos_token, eos_token)
+    vocab = arpa_vocab(uni_words, unk_token, bos_token, eos_token)
     stoi = vocab.stoi_
     V = len(vocab.itos_)
     uni_ids = np.fromiter((stoi[w] for w in uni_words), dtype=np.int64, count=len(uni_words))
@@ -826,4 +826,4 @@ def _read_arpa_fast(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: st
         if index is not None and k < order:
             index[k - 1] = fast.KeyIndex(keys)
     recorded = _apply_meta(head, len(head), vocab, path)  # last, as in the careful parser: errors in its order
-    return _tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded, uni_words=uni_words)
+    return arpa_tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded, uni_words=uni_words)

@@ -222,7 +222,7 @@ def _load(p: Path, *, mapped: bool):
                 size = os.fstat(fh.fileno()).st_size
 
                 def read(name: str) -> np.ndarray:
-                    return _map_member(fh, infos[name], size)
+                    return map_member(fh, infos[name], size)
 
                 meta, order, kind, arrays = _read_members(set(infos), read, p)
         else:
@@ -272,7 +272,7 @@ def _read_members(names: set, read, p: Path) -> tuple:
     return meta, order, kind, arrays
 
 
-def _map_member(fh, info: zipfile.ZipInfo, file_size: int) -> np.ndarray:
+def map_member(fh, info: zipfile.ZipInfo, file_size: int) -> np.ndarray:
     """Member ``info`` of the zip open as ``fh``, as a read-only np.memmap of its bytes in the file.
 
     Reads only the member's local header and .npy header (never the data), so the cost does not

@@ -38,7 +38,7 @@ _SANITY = struct.Struct("<56s3f3IQ")
 SANITY = _SANITY.pack(MAGIC + b"\0" * (56 - len(MAGIC)), 0.0, 1.0, -0.5, 1, 0xFFFFFFFF, 0, 1)
 # FixedWidthParameters: order (uchar, padded), probing_multiplier (float), model type (enum),
 # has_vocabulary (bool, padded), search_version (uint); then one uint64 count per order.
-_FIXED = struct.Struct("<B3xfI?3xI")
+FIXED_PARAMS = struct.Struct("<B3xfI?3xI")
 
 MODEL_NAMES = {0: "probing", 1: "probing with rest costs", 2: "trie", 3: "trie with quantization",
                4: "trie with array-compressed pointers",
@@ -59,7 +59,7 @@ def required_bits(max_value: int) -> int:
 
 
 def header_size(order: int) -> int:
-    return align8(_SANITY.size + _FIXED.size + 8 * order)
+    return align8(_SANITY.size + FIXED_PARAMS.size + 8 * order)
 
 
 class Header:
@@ -113,14 +113,14 @@ def read_header(path: os.PathLike | str, buf=None) -> Header:
         version = buf[len(MAGIC_PREFIX):len(MAGIC_PREFIX) + 8].split(b"\n")[0].strip().decode("ascii", "replace")
         raise InputError(f"KenLM binary format version {version}; this reader knows version 5 (KenLM since 2012)",
                          path=p, fix="rebuild the binary from its ARPA file with a current build_binary")
-    if len(buf) < _SANITY.size + _FIXED.size or buf[:_SANITY.size] != SANITY:
+    if len(buf) < _SANITY.size + FIXED_PARAMS.size or buf[:_SANITY.size] != SANITY:
         raise InputError("the KenLM binary's test values do not match a little-endian 64-bit build",
                          path=p, fix="rebuild the binary on a little-endian machine (x86, ARM)")
-    order, mult, mtype, has_vocab, version = _FIXED.unpack_from(buf, _SANITY.size)
-    if order < 1 or len(buf) < _SANITY.size + _FIXED.size + 8 * order:
+    order, mult, mtype, has_vocab, version = FIXED_PARAMS.unpack_from(buf, _SANITY.size)
+    if order < 1 or len(buf) < _SANITY.size + FIXED_PARAMS.size + 8 * order:
         raise InputError(f"the KenLM binary's header is cut short (order {order})", path=p,
                          fix="the file is truncated: copy or rebuild it")
-    counts = list(struct.unpack_from(f"<{order}Q", buf, _SANITY.size + _FIXED.size))
+    counts = list(struct.unpack_from(f"<{order}Q", buf, _SANITY.size + FIXED_PARAMS.size))
     if mtype not in MODEL_NAMES:
         raise InputError(f"unknown KenLM model type {mtype}", path=p, fix="rebuild the binary with build_binary")
     want_version = 1 if mtype in TRIE_TYPES else 0
@@ -212,7 +212,7 @@ class BinaryFile:
             raise InputError("no such model file", path=self.path, fix="check the path")
         with open(self.path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
-            if size < _SANITY.size + _FIXED.size:
+            if size < _SANITY.size + FIXED_PARAMS.size:
                 raise InputError("too short to be a KenLM binary file", path=self.path, fix="check the file")
             if populate and hasattr(mmap, "MAP_POPULATE"):
                 self._mm = mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE, prot=mmap.PROT_READ)

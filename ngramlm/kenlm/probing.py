@@ -15,7 +15,7 @@ import numpy as np
 from corpora.errors import InputError
 from corpora.vocab import UNK_ID
 
-from ..io.arpa import _vocab
+from ..io.arpa import arpa_vocab
 from .read import ProbingSearch
 from ..scorer import Scorer
 from ..tables import NgramTables
@@ -27,7 +27,7 @@ class KenlmBinaryScorer(Scorer):
     n-grams listed."""
 
     def _init_vocab(self, words: list, header, path: str, **info) -> None:
-        vocab = _vocab(words, "<unk>", "<s>", "</s>")
+        vocab = arpa_vocab(words, "<unk>", "<s>", "</s>")
         V = len(vocab)
         # Our ids -> KenLM's (ids our vocabulary has that KenLM lacks -- <pad>, or the sentence
         # markers of a file built with -s -- are its <unk>, 0, as KenLM reads them).

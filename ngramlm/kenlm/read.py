@@ -190,7 +190,7 @@ def trie_structure(bf: BinaryFile) -> tuple:
 
 def read_trie_tables(path: os.PathLike | str):
     """A KenLM trie binary (any of its four variants) as :class:`~ngramlm.tables.NgramTables`."""
-    from ..io.arpa import _tables, _vocab
+    from ..io.arpa import arpa_tables, arpa_vocab
 
     with BinaryFile(path) as bf:
         h = bf.header
@@ -198,7 +198,7 @@ def read_trie_tables(path: os.PathLike | str):
         L, words_k = trie_structure(bf)
         quant, array_bits = L.quant, L.array_bits
         dec = decode_trie(bf)
-    vocab = _vocab(words_k, "<unk>", "<s>", "</s>")
+    vocab = arpa_vocab(words_k, "<unk>", "<s>", "</s>")
     V = len(vocab)
     remap = np.array([vocab.stoi_[w] for w in words_k], dtype=np.int64)
     lp1 = np.full(V, -np.inf)
@@ -231,7 +231,7 @@ def read_trie_tables(path: os.PathLike | str):
         keys_l.append(raw[perm])
         lp_l.append(dec[k]["prob"][src][perm].astype(np.float64))
         bo_l.append(dec[k]["backoff"][src][perm].astype(np.float64) + 0.0 if k < h.order else np.zeros(0))
-    tables = _tables(vocab, keys_l, lp_l, bo_l, h_counts, os.fspath(path))
+    tables = arpa_tables(vocab, keys_l, lp_l, bo_l, h_counts, os.fspath(path))
     tables.info = {"kenlm_binary": os.fspath(path), "kenlm_type": h.name,
                    **({"kenlm_lacks": lacks} if lacks else {}),
                    **({"quantization_bits": {"prob": quant[0], "backoff": quant[1]}} if quant else {}),
@@ -251,11 +251,11 @@ def combine_word_hash(current: np.ndarray, next_word: np.ndarray) -> np.ndarray:
         return (np.asarray(current, dtype=np.uint64) * _K1) ^ ((np.asarray(next_word, dtype=np.uint64) + np.uint64(1)) * _K2)
 
 
-_UNI = {0: np.dtype([("prob", "<f4"), ("backoff", "<f4")]),
+UNIGRAM_DTYPES = {0: np.dtype([("prob", "<f4"), ("backoff", "<f4")]),
         1: np.dtype([("prob", "<f4"), ("backoff", "<f4"), ("rest", "<f4")])}
-_MID = {0: np.dtype([("key", "<u8"), ("prob", "<f4"), ("backoff", "<f4")]),
+MIDDLE_DTYPES = {0: np.dtype([("key", "<u8"), ("prob", "<f4"), ("backoff", "<f4")]),
         1: np.dtype([("key", "<u8"), ("prob", "<f4"), ("backoff", "<f4"), ("rest", "<f4")])}
-_LONG = np.dtype([("key", "<u8"), ("prob", "<f4")])
+LONGEST_DTYPE = np.dtype([("key", "<u8"), ("prob", "<f4")])
 _SIGN = np.uint32(0x80000000)
 
 
@@ -290,10 +290,10 @@ class ProbingSearch:
         buf = self.file.buf
         self.offsets = P = probing_file_layout(self.file)  # absolute, as _fast.kenlm.ProbingTables takes them
         off, n = P["unigram"]
-        self.unigram = np.frombuffer(buf, dtype=_UNI[h.model_type], count=n, offset=off)
-        self.middles = [np.frombuffer(buf, dtype=_MID[h.model_type], count=nb, offset=o) for o, nb in P["middles"]]
+        self.unigram = np.frombuffer(buf, dtype=UNIGRAM_DTYPES[h.model_type], count=n, offset=off)
+        self.middles = [np.frombuffer(buf, dtype=MIDDLE_DTYPES[h.model_type], count=nb, offset=o) for o, nb in P["middles"]]
         o, nb = P["longest"]
-        self.longest = np.frombuffer(buf, dtype=_LONG, count=nb, offset=o)
+        self.longest = np.frombuffer(buf, dtype=LONGEST_DTYPE, count=nb, offset=o)
         self.words = _vocab_words(buf, P["end"], P["vocab_bound"], self.file.path)
 
     def table(self, k: int) -> np.ndarray:

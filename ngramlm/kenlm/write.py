@@ -25,7 +25,7 @@ from corpora.errors import InputError
 from corpora.textio import atomic_writer
 from corpora.vocab import BOS_ID, PAD_ID
 
-from .format import SANITY, _FIXED, header_size, trie_layout
+from .format import SANITY, FIXED_PARAMS, header_size, trie_layout
 
 _M = 0xC6A4A7935BD1E995
 _MASK = (1 << 64) - 1
@@ -114,9 +114,9 @@ def _through_arpa_text(x: np.ndarray) -> np.ndarray:
 def _through_arpa_text_each(x: np.ndarray) -> np.ndarray:
     """Without the compiled extension: through Python's formatting ('%.7g' is correctly rounded, as
     C's) and numpy's parser."""
-    from ..io.arpa import _fmt_column
+    from ..io.arpa import format_column
 
-    text = " ".join(_fmt_column(x).tolist())
+    text = " ".join(format_column(x).tolist())
     return np.fromstring(text, dtype=np.float64, sep=" ").astype(np.float32)
 
 
@@ -279,9 +279,9 @@ def _write_header(out: bytearray, counts: list, multiplier: float, model_type: i
                   search_version: int) -> None:
     """The fixed header: the test values, the parameters, one uint64 count per order."""
     out[0:len(SANITY)] = SANITY
-    out[len(SANITY):len(SANITY) + _FIXED.size] = _FIXED.pack(len(counts), multiplier, model_type, include_vocab,
+    out[len(SANITY):len(SANITY) + FIXED_PARAMS.size] = FIXED_PARAMS.pack(len(counts), multiplier, model_type, include_vocab,
                                                              search_version)
-    struct.pack_into(f"<{len(counts)}Q", out, len(SANITY) + _FIXED.size, *counts)
+    struct.pack_into(f"<{len(counts)}Q", out, len(SANITY) + FIXED_PARAMS.size, *counts)
 
 
 def _vocab_strings(words: list, kid: np.ndarray) -> bytes:
@@ -651,7 +651,7 @@ def _probing_insert(n_buckets: int, keys: np.ndarray) -> tuple:
 def probing_bytes(model, opts: BinaryOptions) -> bytes:
     """The bytes of a KenLM probing binary of ``model``: hash tables filled in the order of the
     ARPA file this toolkit writes, so the layout is the one ``build_binary`` makes from it."""
-    from .read import _LONG, _MID, _UNI, combine_word_hash
+    from .read import LONGEST_DTYPE, MIDDLE_DTYPES, UNIGRAM_DTYPES, combine_word_hash
     from .format import probing_buckets, probing_layout
 
     opts.check()
@@ -707,7 +707,7 @@ def probing_bytes(model, opts: BinaryOptions) -> bytes:
         if np.any(at < 0):
             raise InputError(f"a {k + 1}-gram's suffix is missing after adding blanks", fix="report this model")
         extends_left[k][at] = True
-    uni = np.zeros(c0 + 1, dtype=_UNI[0])
+    uni = np.zeros(c0 + 1, dtype=UNIGRAM_DTYPES[0])
     p1 = orders[1].prob.view(np.uint32) | SIGN
     p1 = np.where(extends_left[1], p1 & ~SIGN, p1).astype(np.uint32) if n > 1 else p1
     uni["prob"][orders[1].words[:, 0]] = p1.view(np.float32)
@@ -732,7 +732,7 @@ def probing_bytes(model, opts: BinaryOptions) -> bytes:
             raise InputError(f"the {k}-grams and their blanks do not fit the probing table ({len(key)} in {nb} buckets)",
                              fix="raise the probing multiplier (-p 2.0), or use the trie")
         tkeys, at = _probing_insert(nb, key)
-        dt = _LONG if top else _MID[0]
+        dt = LONGEST_DTYPE if top else MIDDLE_DTYPES[0]
         table = np.zeros(nb, dtype=dt)
         table["key"] = tkeys
         p = orders[k].prob.astype(np.float32).view(np.uint32) | SIGN

@@ -181,7 +181,7 @@ def pretrain_cmd(corpus, size, minutes, max_steps, batch_size, lr, warmup, eval_
     from corpora.sources import open_text
 
     from neural.bert.model import build_bert, encode_sentences, score_heads
-    from neural.bert.pretrain import pretrain
+    from neural.training.bert import pretrain
 
     _set_threads(threads)
     corpus = corpus or "toy"

@@ -319,7 +319,7 @@ def translator_row(settings: dict, par, checkpoint: Path, *, log=None, warn=None
     from neural.checkpoint import best_path, load_model, training_seconds, load_checkpoint
     from neural.config import TrainConfig
     from neural.models import build_model
-    from neural.seq2seq.train import Seq2SeqTrainer
+    from neural.training.seq2seq import Seq2SeqTrainer
     from neural.seq2seq.translate import conditional_ppl
 
     row = {"id": settings["model"], "family": "seq2seq", "model": settings["model"],

@@ -48,7 +48,7 @@ def figure(results: dict) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..plots import FAMILY_COLOURS, _png
+    from ..plots import FAMILY_COLOURS, png_bytes
 
     rungs = [r for r in results["rows"] if r["rung"]]
     fig, ax = plt.subplots(figsize=(7.2, 3.8))
@@ -75,7 +75,7 @@ def figure(results: dict) -> bytes:
     ax.set_ylabel(f"test perplexity ({results['corpus']})")
     ax.set_title("Each rung adds one idea; bars show the 95 % bootstrap interval", fontsize=9)
     ax.spines[["top", "right"]].set_visible(False)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def markdown(results: dict) -> str:

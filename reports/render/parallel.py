@@ -15,7 +15,7 @@ from corpora.textio import atomic_write_bytes, atomic_write_text
 
 from ..html_tables import SORT_JS, Cell, Row, Table, Tables
 
-from .report import _env, _readable, fmt_ppl, fmt_seconds, fmt_size
+from .report import jinja_env, make_readable, fmt_ppl, fmt_seconds, fmt_size
 
 
 # Axis labels per kind of attention map: (columns, rows).
@@ -30,7 +30,7 @@ def heatmap_title(att: dict, index: int) -> str:
 
 
 def _heatmap_png(att: dict, title: str) -> bytes:
-    from ..plots import _png, plt
+    from ..plots import png_bytes, plt
 
     w = [[0.0 if v is None else math.exp(v) for v in row] for row in att["log_weights"]]
     fig, ax = plt.subplots(figsize=(0.5 * len(att["source"]) + 2.2, 0.4 * len(att["target"]) + 1.6))
@@ -44,7 +44,7 @@ def _heatmap_png(att: dict, title: str) -> bytes:
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def _row(r: dict) -> dict:
@@ -152,14 +152,14 @@ def render_parallel(out: Path, results: dict) -> dict:
         pngs.append(png)
     ctx["heat_b64"] = [base64.b64encode(p).decode("ascii") for p in pngs]
     ctx["table_js"] = SORT_JS
-    md = _env(False).get_template("parallel.md.j2").render(**ctx)
+    md = jinja_env(False).get_template("parallel.md.j2").render(**ctx)
     shown = Tables()
-    html = _env(True).get_template("parallel.html.j2").render(**ctx, **_tables(ctx), table=shown)
+    html = jinja_env(True).get_template("parallel.html.j2").render(**ctx, **_tables(ctx), table=shown)
     csvs = shown.write_csvs(out)
     atomic_write_text(out / "report.md", md)
     atomic_write_text(out / "report.html", html)
     plots = [out / "plots" / f"attention_{i}.png" for i in range(1, len(pngs) + 1)]
-    _readable(out / "report.md", out / "report.html", *plots, *csvs)
+    make_readable(out / "report.md", out / "report.html", *plots, *csvs)
     return {"md": out / "report.md", "html": out / "report.html", "plots": [p.name for p in plots]}
 
 

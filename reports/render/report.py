@@ -319,7 +319,7 @@ def _tokenizer(results: dict) -> dict:
 
 
 # ---------------------------------------------------------------------------- writing
-def _readable(*paths: Path) -> None:
+def make_readable(*paths: Path) -> None:
     """Atomic writes create private (0600) files; reports are meant to be shared: apply the umask."""
     import os
 
@@ -345,7 +345,7 @@ def assemble(sections_=None) -> tuple:
     return md, html
 
 
-def _env(autoescape: bool) -> jinja2.Environment:
+def jinja_env(autoescape: bool) -> jinja2.Environment:
     """The environment of every report template: the package's template files, blocks trimmed, an undefined
     name an error."""
     env = jinja2.Environment(loader=jinja2.PackageLoader("reports.render", "templates"), autoescape=autoescape,
@@ -371,12 +371,12 @@ def render(out: Path, results: dict) -> dict:
         ctx["plots"].setdefault(name, None)
     md_template, html_template = assemble()  # the sections registered now, in order
     ctx["table_js"] = SORT_JS
-    md = _env(False).from_string(md_template).render(**ctx)
+    md = jinja_env(False).from_string(md_template).render(**ctx)
     shown = Tables()
-    html = _env(True).from_string(html_template).render(**ctx, table=shown)
+    html = jinja_env(True).from_string(html_template).render(**ctx, table=shown)
     csvs = shown.write_csvs(out)
     atomic_write_text(out / "report.md", md)
     atomic_write_text(out / "report.html", html)
-    _readable(out / "report.md", out / "report.html", *(out / "plots" / f"{n}.png" for n in figures), *csvs)
+    make_readable(out / "report.md", out / "report.html", *(out / "plots" / f"{n}.png" for n in figures), *csvs)
     return {"md": out / "report.md", "html": out / "report.html", "plots": sorted(figures),
             "tables": sorted(p.name for p in csvs)}

@@ -122,7 +122,7 @@ def figure(results: dict) -> Optional[bytes]:
     ax.set_title("The ladder: each rung adds one idea (95 % bootstrap intervals)", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    return plots._png(fig)
+    return plots.png_bytes(fig)
 
 
 TITLE = "The ladder: count ideas inside neural models"

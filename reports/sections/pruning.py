@@ -142,7 +142,7 @@ def figure(results: dict) -> Optional[bytes]:
     ax.set_ylabel("test perplexity")
     ax.set_title(f"{sec['label']}: perplexity against size (entropy pruning)", fontsize=9)
     ax.grid(alpha=0.3)
-    return plots._png(fig)
+    return plots.png_bytes(fig)
 
 
 TITLE = "Perplexity against size: pruning"

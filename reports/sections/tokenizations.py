@@ -248,7 +248,7 @@ def figure(results: dict) -> Optional[bytes]:
         ax.set_xticks(range(1, n_max + 1))  # orders are whole numbers
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    return plots._png(fig)
+    return plots.png_bytes(fig)
 
 
 def zipf_figure(results: dict) -> Optional[bytes]:
@@ -269,7 +269,7 @@ def zipf_figure(results: dict) -> Optional[bytes]:
     ax.set_title("Zipf: frequency against rank, per tokenization")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
-    return plots._png(fig)
+    return plots.png_bytes(fig)
 
 
 TITLE = "Tokenizations: bits per byte against n"

@@ -62,7 +62,7 @@ def figure(results: dict) -> Optional[bytes]:
     ax.set_title("Training curves: train and valid perplexity per epoch")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
-    return plots._png(fig)
+    return plots.png_bytes(fig)
 
 
 TITLE = "Training curves"

@@ -64,7 +64,7 @@ def zipf_figure(results: dict):
     ax.set_title("Zipf's law: frequency against rank")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
-    return plots._png(fig)
+    return plots.png_bytes(fig)
 
 
 SECTION = Section(name="vwall", anchor="vwall", title=TITLE, html_title=HTML_TITLE,
