@@ -51,6 +51,11 @@ class LazyGroup(click.Group):
             return self.commands[name]
         entry = _COMMANDS.get(name)
         if entry is None:
+            import difflib
+
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
+            if close:  # click's own "No such command" then follows with this hint
+                ctx.fail(f"No such command '{name}'. Did you mean '{close[0]}'?")
             return None
         module_name, attr = entry[0].split(":")
         try:

@@ -196,6 +196,10 @@ def load_corpus(
                 "target_sentences(split) give the target side as sentences",
         )
     tok_spec = tokenizer or spec.tokenizer
+    known = ("train", "valid", "test") if spec.generated or spec.single_file else tuple(spec.files)
+    for s in splits:  # a mistyped --split (`foo`, `Test`) is the user's to fix, not a KeyError
+        if s not in known:
+            raise InputError(f"corpus {spec.name!r} has no split {s!r}", fix=f"use one of {', '.join(known)}")
     if spec.generated:
         from . import toy
 

@@ -143,6 +143,8 @@ def plain_text_file(source: str, *, split: str = "train", data_dir: Optional[str
         if spec.generated or spec.single_file or spec.parallel is not None or spec.sentence_mode != "lines" \
                 or spec.keep_empty_lines:
             return None
+        if split not in spec.files:  # the same message as a corpus read whole (Corpus.sentences)
+            raise InputError(f"corpus {source!r} has no split {split!r}", fix=f"use one of {', '.join(spec.files)}")
         path = resolve_data_dir(data_dir) / spec.name / spec.files[split]
         if not path.exists():
             return None

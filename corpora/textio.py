@@ -378,6 +378,21 @@ def atomic_writer(path: os.PathLike | str):
         raise
 
 
+@contextlib.contextmanager
+def atomic_writer_by_suffix(path: os.PathLike | str):
+    """:func:`atomic_writer`, gzip-compressed where ``path`` ends in ``.gz`` (as lmplz's users write
+    ``-o lm.arpa.gz``; the readers gunzip by content).  The gzip header carries no time stamp, so the
+    same model gives the same bytes."""
+    import gzip
+
+    if not str(path).endswith(".gz"):
+        with atomic_writer(path) as fh:
+            yield fh
+        return
+    with atomic_writer(path) as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as gz:
+        yield gz
+
+
 def atomic_write_bytes(path: os.PathLike | str, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (see :func:`atomic_writer`)."""
     with atomic_writer(path) as fh:

@@ -313,7 +313,7 @@ def write_arpa(dm: DiskModel, vocab, path, *, chunk: int, smoother_name: str) ->
     import json
     from types import SimpleNamespace
 
-    from corpora.textio import atomic_writer
+    from corpora.textio import atomic_writer_by_suffix
 
     from ..io.arpa import META_PREFIX, ArpaFormatters, ThreadedWriter, arpa_meta
 
@@ -322,7 +322,7 @@ def write_arpa(dm: DiskModel, vocab, path, *, chunk: int, smoother_name: str) ->
                                      ensure_ascii=False), "", "\\data\\"]
     head += [f"ngram {k}={c}" for k, c in enumerate([V - 1] + [dm.size(k) for k in range(2, n + 1)], start=1)]
     words = [w.encode("utf-8") for w in vocab.itos_]
-    with atomic_writer(path) as raw_fh, ThreadedWriter(raw_fh) as fh, ArpaFormatters(fh, words, V) as fmt:
+    with atomic_writer_by_suffix(path) as raw_fh, ThreadedWriter(raw_fh) as fh, ArpaFormatters(fh, words, V) as fmt:
         fmt.text(("\n".join(head) + "\n").encode("utf-8"))
         for k in range(1, n + 1):
             fmt.text(f"\n\\{k}-grams:\n".encode())

@@ -13,14 +13,13 @@ import json
 import math
 import os
 import re
-from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
 from corpora.errors import InputError
-from corpora.textio import atomic_write_text, read_bytes
-from corpora.vocab import BOS_ID, EOS_ID, N_SPECIALS, PAD_ID, UNK_ID, Vocab
+from corpora.textio import atomic_writer_by_suffix, read_bytes
+from corpora.vocab import BOS_ID, PAD_ID, UNK_ID, Vocab
 
 from ..counts import MAX_ORDER, lookup
 from ..smoothing import backoff_smoothers, named_list
@@ -158,7 +157,8 @@ def write_arpa(model, path: os.PathLike | str) -> None:
         out.write("\n")
         text_prev = text_all
     out.write("\n\\end\\\n")
-    atomic_write_text(path, out.getvalue())
+    with atomic_writer_by_suffix(path) as fh:
+        fh.write(out.getvalue().encode("utf-8"))
 
 
 def _arpa_counts(model) -> list:
@@ -210,12 +210,12 @@ class ThreadedWriter:
 def _write_compiled(model, path, head: str) -> None:
     """The same bytes as the column writer, formatted in C (``%.7g``, '-99' for -inf) on a pool of
     threads, slice by slice, while a writer thread copies the text to the file."""
-    from corpora.textio import atomic_writer
+    from corpora.textio import atomic_writer_by_suffix
 
     V = len(model.vocab_)
     n = model.order_
     words = [w.encode("utf-8") for w in model.vocab_.itos_]
-    with atomic_writer(path) as raw_fh, ThreadedWriter(raw_fh) as fh, ArpaFormatters(fh, words, V) as fmt:
+    with atomic_writer_by_suffix(path) as raw_fh, ThreadedWriter(raw_fh) as fh, ArpaFormatters(fh, words, V) as fmt:
         fmt.text(head.encode("utf-8"))
         for k in range(1, n + 1):
             lp = np.ascontiguousarray(model.log10_prob_[k - 1], dtype=np.float64)

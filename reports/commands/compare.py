@@ -141,7 +141,7 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
               help="Add the ladder for each neural model: + neural cache, + dynamic evaluation, + n-gram (global and "
                    "per-context weights), + the infini-gram, on the same test tokens (minutes per model on PTB).")
 @click.option("--prune-curve/--no-prune-curve", default=True, show_default=True,
-              help="Perplexity against size: the best back-off n-gram model entropy-pruned to 50, 10 and 1 %% of its "
+              help="Perplexity against size: the best back-off n-gram model entropy-pruned to 50, 10 and 1 % of its "
                    "n-grams, with the size of its KenLM trie binary (seconds on PTB).")
 @click.option("--toy-train-tokens", type=int, default=None, help="Toy corpus: training tokens [default: 200,000].")
 @click.option("--toy-eval-tokens", type=int, default=None, help="Toy corpus: validation and test tokens [default: 20,000].")

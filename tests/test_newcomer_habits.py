@@ -1,0 +1,56 @@
+"""What a newcomer meets first (issue 38's list): a mistyped split or command, a compressed output name,
+a help text with a stray escape.  Each gives the one line a user can act on."""
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+
+@pytest.mark.parametrize("command", [["train", "toy", "-o", "{tmp}/m.npz"], ["ppl", "{model}", "toy"],
+                                     ["score", "{model}", "toy"]])
+@pytest.mark.parametrize("split", ["foo", "Test"])
+def test_an_unknown_split_is_one_line_that_lists_the_splits(run_cli, tmp_path, toy_model, command, split):
+    args = [a.format(tmp=tmp_path, model=toy_model) for a in command]
+    code, _, err = run_cli(*args, "--split", split)
+    assert code == 2, err
+    assert f"corpus 'toy' has no split '{split}' (fix: use one of train, valid, test)" in err
+    assert "Traceback" not in err and "KeyError" not in err
+
+
+def test_an_unknown_split_of_a_file_per_split_corpus(run_cli, tmp_path, shared_corpora):
+    code, _, err = run_cli("train", "ptb", "--data-dir", shared_corpora, "--split", "foo", "-o", tmp_path / "m.npz")
+    assert code == 2 and "corpus 'ptb' has no split 'foo' (fix: use one of train, valid, test)" in err
+
+
+def test_a_mistyped_command_is_answered_with_the_closest_one(run_cli):
+    code, _, err = run_cli("trian")
+    assert code == 2 and "No such command 'trian'. Did you mean 'train'?" in err
+    code, _, err = run_cli("zzzz")  # nothing close: click's own line, no suggestion
+    assert code == 2 and "No such command 'zzzz'" in err and "Did you mean" not in err
+
+
+@pytest.mark.parametrize("extra", [["--discount-fallback"], ["--estimation", "disk", "--discount-fallback"]])
+def test_an_arpa_gz_output_is_gzip_and_reads_back_the_same(run_cli, tmp_path, extra):
+    text = tmp_path / "t.txt"
+    text.write_text("a b c\nb c d\na b d\nc a b\n")
+    plain, packed = tmp_path / "m.arpa", tmp_path / "m.arpa.gz"
+    for out in (plain, packed):
+        code, _, err = run_cli("train", text, "--order", "2", *extra, "-o", out)
+        assert code == 0, err
+    assert packed.read_bytes()[:2] == b"\x1f\x8b"  # gzip, by its magic
+    assert gzip.decompress(packed.read_bytes()) == plain.read_bytes()
+    assert run_cli("ppl", packed, text)[1].replace(str(packed), "M") == run_cli("ppl", plain, text)[1].replace(
+        str(plain), "M")
+
+
+def test_compare_help_shows_a_plain_percent_sign(run_cli):
+    code, out, _ = run_cli("compare", "--help")
+    assert code == 0 and "1 % of its" in " ".join(out.split()) and "%%" not in out
+
+
+@pytest.fixture
+def toy_model(run_cli, tmp_path):
+    path = tmp_path / "toy2.npz"
+    assert run_cli("train", "toy", "--order", "2", "-o", path)[0] == 0
+    return str(path)
