@@ -18,7 +18,7 @@ _COMMANDS = {
     "vocab": ("corpora.commands:vocab_group", "Build a vocabulary and report its statistics."),
     "tokenize": ("corpora.commands:tokenize_cmd", "Tokenize text from stdin (or files) to stdout."),
     "stats": ("ngramlm.commands.stats:stats_cmd", "Corpus, vocabulary and n-gram sparsity statistics."),
-    "train": ("ngramlm.commands.train:train_cmd", "Train an n-gram model (or, with --model, a neural one)."),
+    "train": ("ngramlm.commands.train:train_cmd", "Train an n-gram model (neural models: `ngramlm neural train`)."),
     "ppl": ("ngramlm.commands.lm:ppl_cmd", "Perplexity summary of a model on a text."),
     "score": ("ngramlm.commands.lm:score_cmd", "Per-sentence or per-token scores of a text."),
     "generate": ("ngramlm.commands.lm:generate_cmd", "Generate text from a model."),

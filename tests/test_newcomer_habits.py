@@ -54,3 +54,18 @@ def toy_model(run_cli, tmp_path):
     path = tmp_path / "toy2.npz"
     assert run_cli("train", "toy", "--order", "2", "-o", path)[0] == 0
     return str(path)
+
+
+def test_python_dash_m_runs_the_program(tmp_path):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "ngramlm", "--version"], capture_output=True, text=True, timeout=120,
+                       cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("ngramlm "), r.stderr
+
+
+def test_the_top_help_offers_no_option_that_train_refuses(run_cli):
+    code, out, _ = run_cli("--help")
+    line = next(x for x in out.splitlines() if x.strip().startswith("train "))
+    assert code == 0 and "--model" not in line and "ngramlm neural train" in line
