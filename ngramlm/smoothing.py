@@ -105,7 +105,7 @@ def count_of_counts(c: np.ndarray, max_count: int = 4) -> np.ndarray:
     return np.bincount(np.minimum(ci, max_count + 1), minlength=max_count + 2)[: max_count + 1]
 
 
-def _context_sums(parent: np.ndarray, values: np.ndarray, n_ctx: int) -> np.ndarray:
+def context_sums(parent: np.ndarray, values: np.ndarray, n_ctx: int) -> np.ndarray:
     return np.bincount(parent, weights=values, minlength=n_ctx)
 
 
@@ -129,13 +129,13 @@ def mkn_alpha_gamma(a: np.ndarray, parent: np.ndarray, n_ctx: int, D: np.ndarray
     whole count, not just its discount, to the context's lower-order weight (lmplz's AddRight).
     """
     bucket = np.minimum(a, 3).astype(np.int64)
-    denom = _context_sums(parent, a, n_ctx)
+    denom = context_sums(parent, a, n_ctx)
     safe = np.where(denom > 0, denom, 1.0)
     alpha = np.where(a > 0, (a - D[bucket]) / safe[parent], 0.0)
     share = np.where(a > 0, D[bucket], 0.0)
     if pruned is not None:
         share = np.where(pruned, a, share)
-    disc_mass = _context_sums(parent, share, n_ctx)
+    disc_mass = context_sums(parent, share, n_ctx)
     gamma = np.where(denom > 0, disc_mass / safe, 0.0)
     return alpha, gamma
 
@@ -195,6 +195,9 @@ def _discount_error(name: str, k: int, detail: str) -> InputError:
 class Smoother:
     name = "base"
     is_distribution = True
+    # The per-order form (see :class:`OrderForm`), for smoothers whose estimate is made of per-order steps
+    # on rows grouped by context: what the Dask build applies to its partitions.  None: estimated whole only.
+    row_counts: Optional[str] = None
 
     def get_params(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if not k.endswith("_")}
@@ -203,7 +206,43 @@ class Smoother:
         raise NotImplementedError
 
 
-class ModifiedKneserNey(Smoother):
+class OrderForm:
+    """An interpolated smoother as per-order steps, each on the rows of whole contexts.
+
+    ``p_k(hw) = alpha_k(hw) + gamma_k(h) p_{k-1}(h'w)``, where ``alpha`` and ``gamma`` need only the row
+    counts of one context's rows (:attr:`row_counts`: ``"adjusted"``, Kneser-Ney's continuation counts,
+    or ``"raw"``) and one parameter per order, which :meth:`order_params` makes from each order's
+    count-of-counts n_0..n_4 of its positive row counts.  The in-memory ``estimate`` runs the same
+    methods on all rows at once; the Dask build (``ngramlm.builder.partition``) on partitions of rows that
+    never split a context, so both give the same bits (each context's sums run over the same rows in
+    the same order)."""
+
+    row_counts = "raw"
+
+    def order_params(self, ncs: list) -> list:
+        return [None] * len(ncs)
+
+    def alpha_gamma(self, c: np.ndarray, parent: np.ndarray, n_ctx: int, param) -> tuple:  # pragma: no cover
+        raise NotImplementedError
+
+    def _interpolated(self, counts: NgramCounts, rows: list, n_types: int) -> tuple:
+        """``(log10 probs, log10 backoffs, params)`` of ``counts`` from its row counts ``rows`` (per order),
+        every order at once."""
+        params = self.order_params([count_of_counts(c[c > 0], 4) for c in rows])
+        alphas, gammas = [], []
+        for k in range(1, counts.order + 1):
+            parent = np.zeros(len(rows[k - 1]), dtype=np.int64) if k == 1 else counts.tables[k - 1].parent
+            n_ctx = 1 if k == 1 else len(counts.tables[k - 2])
+            alpha, gamma = self.alpha_gamma(rows[k - 1], parent, n_ctx, params[k - 1])
+            alphas.append(alpha)
+            gammas.append(gamma)
+            rows[k - 1] = None
+        gammas[0] = gammas[0][0]
+        lp, lb = interpolate_orders(counts, alphas, gammas, n_types)
+        return lp, lb, params
+
+
+class ModifiedKneserNey(OrderForm, Smoother):
     """Interpolated modified Kneser-Ney (Chen & Goodman 1998), three discounts per order.
 
     Matches KenLM ``lmplz`` (``--discount_fallback`` aside): adjusted counts from
@@ -213,6 +252,7 @@ class ModifiedKneserNey(Smoother):
 
     name = "mkn"
     n_discounts = 3
+    row_counts = "adjusted"
 
     def __init__(self, *, discount_fallback: Optional[Sequence[float]] = None,
                  discounts: Optional[Sequence[Sequence[float]]] = None) -> None:
@@ -229,6 +269,12 @@ class ModifiedKneserNey(Smoother):
             for k, row in enumerate(lmplz["raw_count_rows"][: len(adj) - 1], start=1):
                 ncs[k - 1] = apply_to_count_of_counts(ncs[k - 1], adj[k - 1], counts.tables[k - 1].count, row)
         return self.discounts_from_counts_of_counts(ncs)
+
+    def order_params(self, ncs: list) -> list:
+        return self.discounts_from_counts_of_counts(ncs)
+
+    def alpha_gamma(self, c: np.ndarray, parent: np.ndarray, n_ctx: int, param) -> tuple:
+        return mkn_alpha_gamma(c, parent, n_ctx, discount_vector(param))
 
     def discounts_from_counts_of_counts(self, ncs: list) -> list:
         """Per order, the discounts from the count-of-counts n_0..n_4 of its positive adjusted counts
@@ -317,7 +363,7 @@ class KneserNey(ModifiedKneserNey):
     n_discounts = 1
 
 
-class AbsoluteDiscounting(Smoother):
+class AbsoluteDiscounting(OrderForm, Smoother):
     """Interpolated absolute discounting on raw counts, D = n1/(n1 + 2 n2) per order unless given."""
 
     name = "absolute"
@@ -327,54 +373,47 @@ class AbsoluteDiscounting(Smoother):
         self.discount = discount
         self.discount_fallback = discount_fallback
 
-    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffEstimate:
-        raw = _raw_counts(counts)
-        alphas, gammas, ds = [], [], []
-        for k in range(1, counts.order + 1):
-            c = raw[k - 1]
+    def order_params(self, ncs: list) -> list:
+        ds = []
+        for k, nc in enumerate(ncs, start=1):
             if self.discount is not None:
                 D = float(self.discount)
+            elif nc[1] == 0 or nc[2] == 0:
+                if self.discount_fallback is None:
+                    raise _discount_error("absolute", k, f"count-of-counts n1={nc[1]}, n2={nc[2]}")
+                D = float(list(self.discount_fallback)[0])
             else:
-                nc = count_of_counts(c[c > 0], 2)
-                if nc[1] == 0 or nc[2] == 0:
-                    if self.discount_fallback is None:
-                        raise _discount_error("absolute", k, f"count-of-counts n1={nc[1]}, n2={nc[2]}")
-                    D = float(list(self.discount_fallback)[0])
-                else:
-                    D = nc[1] / (nc[1] + 2.0 * nc[2])
+                D = nc[1] / (nc[1] + 2.0 * nc[2])
             ds.append(D)
-            parent = np.zeros(len(c), dtype=np.int64) if k == 1 else counts.tables[k - 1].parent
-            n_ctx = 1 if k == 1 else len(counts.tables[k - 2])
-            denom = _context_sums(parent, c, n_ctx)
-            safe = np.where(denom > 0, denom, 1.0)
-            alphas.append(np.maximum(c - D, 0.0) / safe[parent])
-            mass = _context_sums(parent, np.minimum(c, D), n_ctx)
-            gammas.append(np.where(denom > 0, mass / safe, 0.0))
-        gammas[0] = gammas[0][0]
-        lp, lb = interpolate_orders(counts, alphas, gammas, n_types)
+        return ds
+
+    def alpha_gamma(self, c: np.ndarray, parent: np.ndarray, n_ctx: int, param) -> tuple:
+        D = param
+        denom = context_sums(parent, c, n_ctx)
+        safe = np.where(denom > 0, denom, 1.0)
+        alpha = np.maximum(c - D, 0.0) / safe[parent]
+        mass = context_sums(parent, np.minimum(c, D), n_ctx)
+        return alpha, np.where(denom > 0, mass / safe, 0.0)
+
+    def estimate(self, counts: NgramCounts, n_types: int) -> BackoffEstimate:
+        lp, lb, ds = self._interpolated(counts, _raw_counts(counts), n_types)
         return BackoffEstimate(lp, lb, info={"discounts": ds})
 
 
-class WittenBell(Smoother):
+class WittenBell(OrderForm, Smoother):
     """Interpolated Witten-Bell: gamma(h) = N1+(h.) / (c(h) + N1+(h.))."""
 
     name = "wb"
 
+    def alpha_gamma(self, c: np.ndarray, parent: np.ndarray, n_ctx: int, param) -> tuple:
+        total = context_sums(parent, c, n_ctx)
+        types = context_sums(parent, (c > 0).astype(np.float64), n_ctx)
+        denom = total + types
+        safe = np.where(denom > 0, denom, 1.0)
+        return c / safe[parent], np.where(denom > 0, types / safe, 0.0)
+
     def estimate(self, counts: NgramCounts, n_types: int) -> BackoffEstimate:
-        raw = _raw_counts(counts)
-        alphas, gammas = [], []
-        for k in range(1, counts.order + 1):
-            c = raw[k - 1]
-            parent = np.zeros(len(c), dtype=np.int64) if k == 1 else counts.tables[k - 1].parent
-            n_ctx = 1 if k == 1 else len(counts.tables[k - 2])
-            total = _context_sums(parent, c, n_ctx)
-            types = _context_sums(parent, (c > 0).astype(np.float64), n_ctx)
-            denom = total + types
-            safe = np.where(denom > 0, denom, 1.0)
-            alphas.append(c / safe[parent])
-            gammas.append(np.where(denom > 0, types / safe, 0.0))
-        gammas[0] = gammas[0][0]
-        lp, lb = interpolate_orders(counts, alphas, gammas, n_types)
+        lp, lb, _ = self._interpolated(counts, _raw_counts(counts), n_types)
         return BackoffEstimate(lp, lb)
 
 
@@ -407,7 +446,7 @@ class JelinekMercer(Smoother):
             c = raw[k - 1]
             parent = np.zeros(len(c), dtype=np.int64) if k == 1 else counts.tables[k - 1].parent
             n_ctx = 1 if k == 1 else len(counts.tables[k - 2])
-            total = _context_sums(parent, c, n_ctx)
+            total = context_sums(parent, c, n_ctx)
             seen = total > 0
             safe = np.where(seen, total, 1.0)
             alphas.append(lam * c / safe[parent])
@@ -483,10 +522,10 @@ class Katz(Smoother):
             ratios.append(d[1:].tolist())
             disc = np.where(c <= self.k_max, d[np.minimum(c, self.k_max).astype(np.int64)], 1.0) * c
             n_ctx = len(counts.tables[k - 2])
-            ctx_total = _context_sums(t.parent, c, n_ctx)
+            ctx_total = context_sums(t.parent, c, n_ctx)
             safe = np.where(ctx_total > 0, ctx_total, 1.0)
             pk = disc / safe[t.parent]
-            seen_mass = _context_sums(t.parent, pk, n_ctx)
+            seen_mass = context_sums(t.parent, pk, n_ctx)
             # Contexts whose continuations all have counts above k_max keep all their
             # mass and could never back off (probability 0 for every unseen word).
             # Reserve one pseudo-count for the unseen, as if seen once more.
@@ -495,7 +534,7 @@ class Katz(Smoother):
                 scale = np.where(full, ctx_total / (ctx_total + 1.0), 1.0)
                 pk = pk * scale[t.parent]
                 seen_mass = seen_mass * scale
-            lower_mass = _context_sums(t.parent, probs[k - 2][counts.suffix_index(k)], n_ctx)
+            lower_mass = context_sums(t.parent, probs[k - 2][counts.suffix_index(k)], n_ctx)
             with np.errstate(divide="ignore", invalid="ignore"):
                 alpha = np.where(ctx_total > 0, (1.0 - seen_mass) / np.maximum(1.0 - lower_mass, 1e-300), 1.0)
             # A context whose seen words exhaust the lower order too gets no backoff mass.
@@ -530,7 +569,7 @@ class StupidBackoff(Smoother):
             c = raw[k - 1]
             parent = np.zeros(len(c), dtype=np.int64) if k == 1 else counts.tables[k - 1].parent
             n_ctx = 1 if k == 1 else len(counts.tables[k - 2])
-            total = _context_sums(parent, c, n_ctx)
+            total = context_sums(parent, c, n_ctx)
             probs.append(c / np.where(total > 0, total, 1.0)[parent])
         la = math.log10(float(self.alpha))
         with np.errstate(divide="ignore"):

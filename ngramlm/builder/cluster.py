@@ -28,9 +28,10 @@ CONNECT_TIMEOUT_S = 5
 _TASK_DELAY_S = 0.0  # fault-injection tests slow each task down so a worker can be killed mid-job
 
 
-def connect(address: str, *, timeout: float = CONNECT_TIMEOUT_S):
+def connect(address: str, *, timeout: float = CONNECT_TIMEOUT_S, memory_limit=None):
     """A ``distributed.Client`` for ``tcp://HOST:PORT`` (a running scheduler) or ``local:N`` (N worker
-    processes here).  An unreachable scheduler is an error within ``timeout`` seconds, not a hang."""
+    processes here, each with ``memory_limit`` bytes: Dask spills past 60 % of it and restarts a worker
+    past 95 %).  An unreachable scheduler is an error within ``timeout`` seconds, not a hang."""
     try:
         from distributed import Client, LocalCluster
     except ImportError:
@@ -42,7 +43,8 @@ def connect(address: str, *, timeout: float = CONNECT_TIMEOUT_S):
             n = 0
         if n < 1:
             raise InputError(f"bad local cluster {address!r}", fix="write local:N with N >= 1 workers, e.g. local:2")
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                               memory_limit=memory_limit if memory_limit else "auto")
         return Client(cluster)
     try:
         return Client(address, timeout=f"{timeout}s")
@@ -107,10 +109,8 @@ def _shard_word_counts(shard, spec, keep_empty: bool, line_filter: Optional[str]
     return Counter(wc), n_sent, n_words
 
 
-def _shard_counts(shard, vocab, order: int, spec, keep_empty: bool, line_filter: Optional[str], delay: float):
-    """One shard's count tables: the unigram counts and, per order >= 2, (parent, word, count)."""
-    import numpy as np
-
+def shard_counts(shard, vocab, order: int, spec, keep_empty: bool, line_filter: Optional[str], delay: float):
+    """One shard counted on a worker: ``(NgramCounts or None for no sentence, sentences, words)``."""
     from corpora.tokenize import make_tokenizer
 
     time.sleep(delay)
@@ -129,11 +129,20 @@ def _shard_counts(shard, vocab, order: int, spec, keep_empty: bool, line_filter:
     del sents
     if enc.n_sentences == 0:
         return None, 0, 0
-    c = NgramCounts.from_encoded(enc, order=order, vocab_size=len(vocab))
+    return NgramCounts.from_encoded(enc, order=order, vocab_size=len(vocab)), enc.n_sentences, enc.n_words
+
+
+def _shard_counts(shard, vocab, order: int, spec, keep_empty: bool, line_filter: Optional[str], delay: float):
+    """One shard's count tables: the unigram counts and, per order >= 2, (parent, word, count, suffix)."""
+    import numpy as np
+
+    c, n_sent, n_words = shard_counts(shard, vocab, order, spec, keep_empty, line_filter, delay)
+    if c is None:
+        return None, 0, 0
     tables = [(t.parent.astype(np.int32), t.word.astype(np.int32), t.count.astype(np.int64),
                None if k == 1 else np.asarray(c.suffix_index(k), dtype=np.int32))
               for k, t in enumerate(c.tables, start=1)]
-    return tables, enc.n_sentences, enc.n_words
+    return tables, n_sent, n_words
 
 
 def count_on_cluster(client, sources: list, *, order: int, vocab, inp, spec, block_tokens: int, memory: int,
@@ -150,20 +159,7 @@ def count_on_cluster(client, sources: list, *, order: int, vocab, inp, spec, blo
     progress(f"{len(shards)} shard(s) on {n_workers} Dask worker(s)")
     delay = _TASK_DELAY_S
     if vocab is None:
-        progress("vocabulary pass (on the workers)")
-        futures = client.map(_shard_word_counts, shards, spec=spec, keep_empty=inp.keep_empty,
-                             line_filter=inp.line_filter, delay=delay, pure=False)
-        from collections import Counter
-
-        total: Counter = Counter()
-        for fut in as_completed(futures):
-            wc, _, _ = fut.result()
-            total.update(wc)
-        if not total:
-            raise InputError("the training text has no tokens", path=", ".join(map(str, sources)),
-                             fix="pass a non-empty text")
-        vocab = Vocab(tokenizer=spec, **inp.vocab_params).fit_counts(total)
-        del total, futures
+        vocab = word_count_pass(client, shards, vocab=None, inp=inp, spec=spec, progress=progress)[0]
     progress("counting pass (on the workers)")
     vocab_f = client.scatter(vocab, broadcast=True)
     futures = client.map(_shard_counts, shards, vocab=vocab_f, order=order, spec=spec, keep_empty=inp.keep_empty,
@@ -184,6 +180,38 @@ def count_on_cluster(client, sources: list, *, order: int, vocab, inp, spec, blo
         raise InputError("the training text has no tokens", path=", ".join(map(str, sources)),
                          fix="pass a non-empty text")
     return merger.merge(progress), vocab, n_sent, n_words
+
+
+def word_count_pass(client, shards: list, *, vocab, inp, spec, progress: Callable[[str], None]) -> tuple:
+    """Word counts of every shard on the workers, summed here: ``(vocab, freq, sentences, words)``, the
+    vocabulary fitted on them unless given, ``freq[i]`` the count of id i (vocabulary-sized)."""
+    from collections import Counter
+
+    import numpy as np
+    from distributed import as_completed
+
+    from corpora.vocab import UNK_ID, Vocab
+
+    progress("vocabulary pass (on the workers)")
+    futures = client.map(_shard_word_counts, shards, spec=spec, keep_empty=inp.keep_empty,
+                         line_filter=inp.line_filter, delay=_TASK_DELAY_S, pure=False)
+    total: Counter = Counter()
+    n_sent = n_words = 0
+    for fut in as_completed(futures):
+        wc, s, w = fut.result()
+        fut.release()
+        total.update(wc)
+        n_sent += s
+        n_words += w
+    if not total:
+        raise InputError("the training text has no tokens", path=", ".join(str(s[0]) for s in shards[:3]),
+                         fix="pass a non-empty text")
+    if vocab is None:
+        vocab = Vocab(tokenizer=spec, **inp.vocab_params).fit_counts(total)
+    freq = np.zeros(len(vocab), dtype=np.int64)
+    for w, c in total.items():
+        freq[vocab.stoi_.get(w, UNK_ID)] += c
+    return vocab, freq, n_sent, n_words
 
 
 def _counts_from_tables(tables: list, order: int, V: int) -> NgramCounts:

@@ -74,6 +74,7 @@ class BuildConfig:
     memory: Optional[object] = None  # "1G", "30%" or bytes; None: the default budget
     temp_dir: Optional[str] = None
     dask: Optional[object] = None  # a scheduler address, "local:N", or a distributed.Client
+    parts: Optional[int] = None  # the Dask build's partitions of the n-grams (None: from the sizes and workers)
     estimation: str = "auto"  # auto: out of core when the counts would not fit memory; disk; memory
     # Count merging: one weight per text, or a dev text (file or corpus) to tune them on.
     weights: Optional[Sequence[float]] = None
@@ -186,8 +187,19 @@ def out_of_core_refusal(config: BuildConfig, estimator, smoother=None) -> Option
 
     smoother = smoother or estimator._make_smoother()
     return outofcore.unsupported_reason(estimator, smoother) or (
-        "the Dask build estimates in memory" if config.dask is not None else None) or (
+        "the Dask build estimates on its workers, or in memory" if config.dask is not None else None) or (
         "the vocabulary is limited on the model in memory" if config.limit_vocab is not None else None)
+
+
+def cluster_refusal(config: BuildConfig, smoother) -> Optional[str]:
+    """Why this model is not estimated on the Dask workers (it is then counted there and estimated on the
+    client, in memory), or None.  ``estimation="memory"`` asks for the client."""
+    from .cluster_estimate import supported_reason
+
+    if config.estimation == "memory":
+        return "estimation='memory' estimates on the client"
+    pruned = (config.prune is not None and any(config.prune)) or bool(config.prune_entropy)
+    return supported_reason(smoother, config.order, prune=pruned, limit_vocab=config.limit_vocab is not None)
 
 
 def build(texts: Sequence, config: BuildConfig, progress: Optional[Progress] = None, *, estimator) -> Built:
@@ -317,6 +329,13 @@ def _streamed(texts: list, config: BuildConfig, estimator, smoother, say: Progre
     from .text_counts import build_counts
 
     inp, where = _stream_input(texts, config)
+    if config.dask is not None:
+        why = cluster_refusal(config, smoother)
+        if why is None:
+            return _on_cluster(inp, where, config, estimator, smoother, say)
+        if config.estimation == "disk":
+            raise InputError(f"cannot estimate this model on the Dask workers: {why}", fix='use estimation="memory"')
+        say(f"note: counting on the Dask workers; {why}")
     on_disk = _on_disk_step(config, estimator, smoother, say)
     say("streaming build: vocabulary and counts" + (f" on the Dask cluster {config.dask}"
                                                     if isinstance(config.dask, str) else ""), stage=1)
@@ -326,6 +345,20 @@ def _streamed(texts: list, config: BuildConfig, estimator, smoother, say: Progre
     if res.on_disk is None:
         say("counted and merged", stage=2)
     return _Text(res.vocab, inp.tokenizer, where, res.sentences, res.words, counts=res.counts, on_disk=res.on_disk)
+
+
+def _on_cluster(inp, where: str, config: BuildConfig, estimator, smoother, say: Progress) -> _Text:
+    """Stages 1-4 on the Dask workers (:mod:`ngramlm.builder.cluster_estimate`): the model written to
+    ``config.output`` by the workers, or read back from the shared folder."""
+    from . import cluster_estimate
+
+    say("streaming build: counting, estimation and writing on the Dask cluster"
+        + (f" {config.dask}" if isinstance(config.dask, str) else ""), stage=1)
+    res, tables = cluster_estimate.build_files(
+        inp, order=config.order, vocab=config.vocab, memory=config.memory, temp_dir=config.temp_dir,
+        client=config.dask, output=config.output, arpa=config.arpa, smoother=smoother, model=estimator,
+        progress=lambda m: say(m, depth=2), parts=config.parts)
+    return _Text(res.vocab, inp.tokenizer, where, res.sentences, res.words, on_disk=(res, tables))
 
 
 def _stream_input(texts: list, config: BuildConfig) -> tuple:

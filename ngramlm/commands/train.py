@@ -304,10 +304,10 @@ def _report_out_of_core(built, output: str, order: int, as_json: bool, seconds: 
     dm, n_types = built.on_disk, built.vocab.n_types
     sizes = "/".join(str(n) for n in dm.n_ngrams)
     click.echo(f"NgramLM(order={order}, smoothing={built.smoother!r}, ngrams={sizes}, types={n_types}) -> "
-               f"{output} ({seconds:.2f} s, estimated out of core)", err=True)
+               f"{output} ({seconds:.2f} s, estimated {getattr(dm, 'where', 'out of core')})", err=True)
     click.echo(f"smoothing: {json.dumps(dm.info)}", err=True)
     if as_json:
         click.echo(json.dumps({"model": output, "text": built.text, "order": order, "smoothing": built.smoother,
                                "sentences": built.sentences, "words": built.words, "n_types": n_types,
                                "ngrams": [int(n) for n in dm.n_ngrams], "seconds": seconds, "info": dm.info,
-                               "estimation": "disk"}, indent=2, default=float))
+                               "estimation": "dask" if hasattr(dm, "where") else "disk"}, indent=2, default=float))

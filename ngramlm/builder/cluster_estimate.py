@@ -1,0 +1,503 @@
+"""The whole build on a Dask cluster: counting, estimation and writing by tasks on the workers.
+
+    ngramlm train --dask tcp://SCHEDULER:8786 --order 5 --memory 2G -o /shared/lm.arpa /shared/text/*.txt
+
+The client sends tasks and adds up small reductions; it never holds the n-grams.  What it holds is
+vocabulary-sized (the vocabulary, unigram counts and probabilities, the partition bounds) or smaller
+(each part's sizes, count-of-counts).  The n-grams live in the workers' memory as Dask futures
+(spilled by Dask to the workers' disks past their memory limits) and in the shared folder the workers
+write (``--temp-dir``, else the output's folder: it must be shared storage on a real cluster).
+
+The plan (see :mod:`ngramlm.builder.partition` for why each step is local to a part):
+
+1. **Word counts** per shard (text cut into line-aligned byte ranges), summed on the client: the
+   vocabulary, and each word's weight for cutting the vocabulary into parts by first word.
+2. **Counting**: each shard counted on a worker and cut into the parts; each part's pieces merged
+   on a worker (Dask moves the pieces).
+3. **Suffix rounds**, orders 3..n: each part asks the part holding its rows' suffixes for their rows;
+   the answering part counts its rows' left extensions as it answers (Kneser-Ney's adjusted counts).
+4. **Discounts** from the count-of-counts, summed over parts on the client (a tiny all-reduce).
+5. **Estimation**, order by order: unigrams on the client (V entries), each higher order on its
+   parts with the lower order's probabilities gathered from the parts that hold the suffixes; each
+   part writes its log-probabilities and back-offs to the shared folder.
+6. **Writing**: each part formats its ARPA sections (or its native columns); one task on a worker
+   concatenates them, in order, into the output file -- atomically, as the local build writes.
+
+Every task is a pure function of its inputs (writing files is idempotent), so when a worker dies Dask
+recomputes what it held from the futures' lineage and the model is the same.  The smoothers are the
+in-memory ones' per-order form (:class:`ngramlm.smoothing.OrderForm`): the model equals the local build's
+bit for bit, whatever the number of workers and parts.
+"""
+from __future__ import annotations
+
+import json
+import math
+import operator
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+
+from corpora.errors import InputError
+from corpora.vocab import BOS_ID, PAD_ID
+
+from ..smoothing import ModifiedKneserNey, OrderForm, StupidBackoff, context_sums, unigram_mask, unigram_probs
+from . import partition as pt
+from .cluster import shards_of
+
+TASK_DELAY_S = 0.0  # fault-injection tests slow each estimation task down so a worker can be killed mid-job
+# Working bytes per n-gram of a part on a worker while it is estimated (keys, counts, suffixes, adjusted
+# counts, linear and log probabilities, numpy's temporaries): how finely the n-grams are cut into parts.
+BYTES_PER_NGRAM_ON_WORKER = 120
+MAX_PARTS = 64
+
+
+def supported_reason(smoother, order: int, *, prune: bool, limit_vocab: bool) -> Optional[str]:
+    """Why this model is not estimated on the workers (counted there, estimated on the client), or None."""
+    if not isinstance(smoother, (OrderForm, StupidBackoff)):
+        return f"{smoother.name} is estimated on the client (the workers estimate mkn, kn, wb, absolute, stupid)"
+    if getattr(smoother, "lmplz_", None) is not None:
+        return "compat='kenlm' is estimated on the client"
+    if order < 2:
+        return "a unigram model is estimated on the client"
+    if prune:
+        return "pruning needs the model in memory"
+    if limit_vocab:
+        return "the vocabulary is limited on the model in memory"
+    return None
+
+
+@dataclass
+class ClusterBuild:
+    """What :func:`build` made: the model file, and the text's statistics."""
+
+    vocab: object
+    sentences: int
+    words: int
+    n_ngrams: list
+    parts: int
+    path: Path
+    info: dict
+    where: str = "on the Dask workers"
+
+
+# ----------------------------------------------------------------------------- tasks (run on the workers)
+def _delay() -> None:
+    if TASK_DELAY_S:
+        time.sleep(TASK_DELAY_S)
+
+
+def _count_parts(shard, vocab, order: int, spec, keep_empty: bool, line_filter, bounds, delay: float):
+    """A shard counted and cut into parts: ``(parts or None, sentences, words)``."""
+    from .cluster import shard_counts
+
+    counts, n_sent, n_words = shard_counts(shard, vocab, order, spec, keep_empty, line_filter, delay)
+    return (None if counts is None else pt.split_counts(counts, bounds)), n_sent, n_words
+
+
+def _piece(counted, p: int):
+    parts = counted[0]
+    return None if parts is None else parts[p]
+
+
+def _merge(pieces: list, lo: int, hi: int, V: int, order: int):
+    pieces = [p for p in pieces if p is not None]
+    if not pieces:  # no shard had text (cannot happen with a non-empty text, but stays well-defined)
+        return pt.Part(lo, hi, V, [None] + [np.zeros(0, dtype=np.int64)] * (order - 1),
+                       [np.zeros(hi - lo, dtype=np.int64)] + [np.zeros(0, dtype=np.int64)] * (order - 1))
+    return pt.merge_parts(pieces)
+
+
+def _sizes_and_unigrams(part):
+    return part.sizes(), part.counts[0]
+
+
+def _order2_words(part, V: int) -> np.ndarray:
+    """How many order-2 rows end in each word (the unigrams' left extensions, summed over parts)."""
+    return np.bincount(part.word(2), minlength=V).astype(np.int64)
+
+
+def _requests(part, k: int, below, n_parts: int):
+    _delay()
+    return pt.suffix_requests(part, k, below, n_parts)
+
+
+def _resolve(part, k: int, requests: list):
+    _delay()
+    return pt.resolve_suffixes(part, k, requests)
+
+
+def _answer(resolved: tuple, p: int):
+    return resolved[0][p]
+
+
+def _place(part, k: int, below, answers: list):
+    return pt.place_answers(part, k, below, answers)
+
+
+def _stats(part, smoother, adjusted: list) -> tuple:
+    """Per order 2..n: the count-of-counts of the row counts (n_0..n_4) and of the raw counts (n_0..n_10)."""
+    from .outofcore import count_of_counts_raw
+
+    rows, raw = [], []
+    for k in range(2, part.order + 1):
+        c = pt.row_counts(part, k, smoother, adjusted[k - 1] if k < part.order else None)
+        rows.append(pt.count_stats(c))
+        raw.append(count_of_counts_raw(part.counts[k - 1]))
+    return rows, raw
+
+
+def _lower2(part, p1: np.ndarray) -> np.ndarray:
+    return p1[part.word(2)]
+
+
+def _order(part, k: int, smoother, adjusted, param, lower, highest: bool, folder: str, index: int):
+    """Order k of a part estimated; its log10 probabilities and its contexts' back-offs saved to the shared
+    folder.  Returns ``(linear probabilities or None, the order-(k-1) back-offs when k == 2)``."""
+    _delay()
+    d = Path(folder) / f"part{index}"
+    if isinstance(smoother, StupidBackoff):
+        lp = pt.stupid_pass(part, k)
+        lin, bo = None, np.full(part.size(k - 1), math.log10(float(smoother.alpha)))
+    else:
+        c = pt.row_counts(part, k, smoother, adjusted)
+        lin, lp, bo = pt.order_pass(part, k, smoother, c, param, lower, highest=highest)
+    pt.save_column(d, f"logp{k}", lp)
+    pt.save_column(d, f"bo{k - 1}", bo)
+    return lin, (bo if k == 2 else None)
+
+
+def _write_part(part, folder: str, index: int, offsets: list, arpa: bool, words_f) -> int:
+    """A part's share of the output: its ARPA sections (orders 2..n) through the compiled formatter, or its
+    keys in the whole model's numbering (the native file)."""
+    _delay()
+    d = Path(folder) / f"part{index}"
+    n = part.order
+    for k in range(2, n + 1):
+        if not arpa:
+            pt.save_column(d, f"keys{k}", pt.global_keys(part, k, offsets[k - 2]))
+            continue
+        from ..io.arpa import ArpaFormatters
+
+        lp = np.load(d / f"logp{k}.npy")
+        bo = np.load(d / f"bo{k}.npy") if k < n else None
+        path = d / f"section{k}.arpa"
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh, ArpaFormatters(fh, words_f, part.V) as fmt:
+            if part.size(k):
+                fmt.rows(k, pt.formatter_keys(part, k), lp, bo, -1)
+        os.replace(tmp, path)
+    return index
+
+
+def _assemble(path: str, folder: str, n_parts: int, order: int, arpa: bool, head: bytes, unigrams: tuple,
+              sizes: list, meta: Optional[dict], words, written: list) -> str:
+    """The output file from the parts' pieces, in order, written atomically (on a worker)."""
+    from corpora.textio import atomic_writer_by_suffix
+
+    _delay()
+    d = Path(folder)
+    lp1, bo1 = unigrams
+    if not arpa:
+        from ..io.native import save_native_streamed
+
+        V = len(lp1)
+        chunk = 1 << 20
+        members: dict = {}
+        for k in range(1, order + 1):
+            if k == 1:
+                members["keys1"] = np.arange(V, dtype=np.int64)
+                members["logp1"] = lp1
+                if order > 1:
+                    members["bo1"] = bo1
+                continue
+            names = [f"keys{k}", f"logp{k}"] + ([f"bo{k}"] if k < order else [])
+            for name in names:
+                members[name] = _concat_columns([d / f"part{p}" / f"{name}.npy" for p in range(n_parts)], chunk)
+        save_native_streamed(path, meta, members)
+        return path
+    from ..io.arpa import ArpaFormatters
+
+    with atomic_writer_by_suffix(path) as fh:
+        fh.write(head)
+        lp = lp1.copy()
+        lp[BOS_ID] = -99.0  # <s> is never predicted: ARPA's convention
+        with ArpaFormatters(fh, words, len(lp1)) as fmt:
+            fmt.text(b"\n\\1-grams:\n")
+            fmt.rows(1, [None], lp, bo1 if order > 1 else None, PAD_ID)
+        for k in range(2, order + 1):
+            fh.write(f"\n\\{k}-grams:\n".encode())
+            for p in range(n_parts):
+                with open(d / f"part{p}" / f"section{k}.arpa", "rb") as part_fh:
+                    shutil.copyfileobj(part_fh, fh, 1 << 20)
+            if not sizes[k - 1]:  # an empty section still ends with its newline, as the local writer's
+                fh.write(b"\n")
+        fh.write(b"\n\\end\\\n")
+    return path
+
+
+def _concat_columns(paths: list, chunk: int):
+    """One member of the native file from the parts' columns, read in chunks."""
+    heads = [pt.column_chunks(p, chunk) for p in paths]
+    dtype = heads[0][0]
+    total = sum(h[1] for h in heads)
+
+    def chunks():
+        for _, _, it in heads:
+            yield from it
+
+    return dtype, total, chunks()
+
+
+# ----------------------------------------------------------------------------- the client
+def n_parts_for(n_workers: int, tokens: int, order: int, memory: int, parts: Optional[int] = None) -> int:
+    """How many parts: at least two per worker (for balance), more when a part's working set (at most
+    ``order`` n-grams a token) would pass a quarter of a worker's budget."""
+    if parts is not None:
+        return max(1, int(parts))
+    need = math.ceil(order * tokens * BYTES_PER_NGRAM_ON_WORKER / max(1, memory // 4))
+    return int(min(MAX_PARTS, max(2 * n_workers, need)))
+
+
+def build(client, sources: list, *, order: int, vocab, inp, spec, smoother, memory: int, block_tokens: int,
+          shared: Path, output: Path, arpa: bool, model, progress: Callable[[str], None],
+          parts: Optional[int] = None) -> ClusterBuild:
+    """Count, estimate and write the model on ``client``'s workers into ``output`` (ARPA when ``arpa``,
+    else native), the pieces in ``shared`` (a folder every worker can write).  ``model``: the unfitted
+    :class:`~ngramlm.model.NgramLM` whose parameters the native file records."""
+    from distributed import wait
+
+    from .cluster import word_count_pass
+
+    say = progress
+    t0 = time.perf_counter()
+
+    def tick(msg: str) -> None:
+        say(f"{msg} ({time.perf_counter() - t0:.1f} s)")
+
+    shards = shards_of(sources, shard_bytes=max(1 << 16, block_tokens * 5))
+    n_workers = len(client.scheduler_info().get("workers", {})) or 1
+    say(f"{len(shards)} shard(s) on {n_workers} Dask worker(s); estimation on the workers")
+    vocab, freq, n_sent, n_words = word_count_pass(client, shards, vocab=vocab, inp=inp, spec=spec, progress=say)
+    V = len(vocab)
+    weights = freq.astype(np.float64)
+    weights[BOS_ID] = n_sent  # every sentence's n-grams that start with <s>
+    P = n_parts_for(n_workers, n_words + n_sent, order, memory, parts)
+    bounds = pt.bounds_for(weights, P)
+    P = len(bounds) - 1
+    tick(f"vocabulary of {V} ids; the n-grams cut into {P} parts by first word")
+
+    # 2. Counting: shards -> parts.
+    vocab_f = client.scatter(vocab, broadcast=True)
+    counted = client.map(_count_parts, shards, vocab=vocab_f, order=order, spec=spec, keep_empty=inp.keep_empty,
+                         line_filter=inp.line_filter, bounds=bounds, delay=0.0, pure=False)
+    parts_f = []
+    for p in range(P):
+        pieces = [client.submit(_piece, c, p, pure=False) for c in counted]
+        parts_f.append(client.submit(_merge, pieces, int(bounds[p]), int(bounds[p + 1]), V, order, pure=False))
+    stats = client.gather(client.map(operator.itemgetter(1, 2), counted, pure=False))
+    n_sent = sum(s for s, _ in stats)
+    n_words = sum(w for _, w in stats)
+    if n_words + n_sent == 0:
+        raise InputError("the training text has no tokens", path=", ".join(map(str, sources)),
+                         fix="pass a non-empty text")
+    sizes, raw1 = [], np.zeros(V, dtype=np.int64)
+    for p, (sz, u) in enumerate(client.gather(client.map(_sizes_and_unigrams, parts_f, pure=False))):
+        sizes.append(sz)
+        raw1[bounds[p]:bounds[p + 1]] = u
+    del counted  # the parts' lineage keeps what a lost worker's parts need
+    n_ngrams_k = [int(sum(s[k - 1] for s in sizes)) for k in range(1, order + 1)]
+    # Global row offsets: part p's rows of order k start after the rows of parts 0..p-1 (order 1: word ids).
+    offsets = [np.concatenate([[0], np.cumsum([s[k - 1] for s in sizes])])[:-1] for k in range(1, order + 1)]
+    tick(f"counted: {n_words:,} words, n-grams per order {'/'.join(map(str, n_ngrams_k[1:]))}")
+
+    # 3. Suffix rounds: every row's suffix located; the left extensions counted on the way.
+    interpolated = not isinstance(smoother, StupidBackoff)
+    suffixes: dict = {}
+    adjusted: list = [[None] * P for _ in range(order)]
+    answers: dict = {}
+    cont1 = np.zeros(V, dtype=np.int64)
+    if interpolated:
+        for c in client.gather(client.map(_order2_words, parts_f, V=V, pure=False)):
+            cont1 += c
+        suffixes[2] = [client.submit(pt.order2_suffixes, part, bounds, pure=False) for part in parts_f]
+        for k in range(3, order + 1):
+            req = [client.submit(_requests, parts_f[p], k, suffixes[k - 1][p], P, pure=False) for p in range(P)]
+            res = []
+            for q in range(P):
+                asked = [client.submit(operator.itemgetter(q), req[p], pure=False) for p in range(P)]
+                res.append(client.submit(_resolve, parts_f[q], k, asked, pure=False))
+            answers[k] = [[client.submit(_answer, res[q], p, pure=False) for p in range(P)]
+                          for q in range(P)]  # answers[k][q][p]: rows of part q that part p asked for
+            suffixes[k] = [client.submit(_place, parts_f[p], k, suffixes[k - 1][p], [answers[k][q][p] for q in range(P)],
+                                         pure=False) for p in range(P)]
+            if smoother.row_counts == "adjusted":
+                adjusted[k - 2] = [client.submit(pt.adjusted_counts, parts_f[q], k - 1,
+                                                 client.submit(operator.itemgetter(1), res[q], pure=False), pure=False)
+                                   for q in range(P)]
+            wait(suffixes[k])
+            del req, res
+            tick(f"suffixes of order {k} located")
+
+    # 4. Discounts from the count-of-counts, summed over parts.
+    row_stats = client.gather([client.submit(_stats, parts_f[p], smoother, [a[p] for a in adjusted], pure=False)
+                               for p in range(P)])
+    c1 = _unigram_row_counts(smoother, raw1, cont1, V)
+    ncs = [pt.count_stats(c1)] + [sum(s[0][k - 2] for s in row_stats) for k in range(2, order + 1)]
+    from .outofcore import count_of_counts_raw
+
+    coc_raw = [count_of_counts_raw(raw1)] + [sum(s[1][k - 2] for s in row_stats) for k in range(2, order + 1)]
+    params = smoother.order_params(ncs) if interpolated else [None] * order
+
+    # 5. Estimation: unigrams here, the rest on the parts, bottom up.
+    folder = str(shared)
+    n_types = vocab.n_types
+    if interpolated:
+        alpha1, gamma1 = smoother.alpha_gamma(c1, np.zeros(V, dtype=np.int64), 1, params[0])
+        p1 = unigram_probs(alpha1, gamma1[0], n_types, V)
+        del alpha1
+    else:
+        c = np.where(unigram_mask(V), raw1, 0).astype(np.float64)
+        total = context_sums(np.zeros(V, dtype=np.int64), c, 1)  # the in-memory estimate's own sum
+        p1 = c / np.where(total > 0, total, 1.0)[0]
+    with np.errstate(divide="ignore"):
+        lp1 = np.log10(p1)
+    bo1 = np.zeros(V)
+    lin = None
+    for k in range(2, order + 1):
+        if not interpolated:
+            lower = [None] * P
+        elif k == 2:
+            p1_f = client.scatter(p1, broadcast=True)
+            lower = [client.submit(_lower2, part, p1_f, pure=False) for part in parts_f]
+        else:
+            lower = [client.submit(pt.place_lower, suffixes[k][p],
+                                   [client.submit(pt.gather_lower, lin[q], answers[k][q][p], pure=False)
+                                    for q in range(P)], pure=False) for p in range(P)]
+        done = [client.submit(_order, parts_f[p], k, smoother, adjusted[k - 1][p], params[k - 1], lower[p], k == order,
+                              folder, p, pure=False) for p in range(P)]
+        if k == 2:
+            for p, b in enumerate(client.gather([client.submit(operator.itemgetter(1), d, pure=False) for d in done])):
+                bo1[bounds[p]:bounds[p + 1]] = b
+        lin = [client.submit(operator.itemgetter(0), d, pure=False) for d in done]
+        wait(lin)
+        answers.pop(k, None)
+        suffixes.pop(k - 1, None)
+        adjusted[k - 1] = [None] * P
+        tick(f"order {k} estimated")
+    del lin, suffixes, answers, adjusted
+
+    # 6. Writing: the parts' pieces, then the file.
+    words = [w.encode("utf-8") for w in vocab.itos_]
+    words_f = client.scatter(words, broadcast=True)
+    glob_offsets = [int(bounds[p]) for p in range(P)]
+    written = [client.submit(_write_part, parts_f[p], folder, p,
+                             [glob_offsets[p]] + [int(offsets[j][p]) for j in range(1, order - 1)], arpa, words_f,
+                             pure=False) for p in range(P)]
+    head, meta = _head_and_meta(model, smoother, vocab, order, n_ngrams_k, coc_raw, params, arpa)
+    path = client.submit(_assemble, str(output), folder, P, order, arpa, head, (lp1, bo1), n_ngrams_k, meta,
+                         words_f, written, pure=False).result()
+    del parts_f, written
+    tick(f"wrote {output}")
+    return ClusterBuild(vocab=vocab, sentences=n_sent, words=n_words, n_ngrams=[n_types + 1] + n_ngrams_k[1:],
+                        parts=P, path=Path(path), info=_info(smoother, params))
+
+
+def _unigram_row_counts(smoother, raw1: np.ndarray, cont1: np.ndarray, V: int) -> np.ndarray:
+    """Order 1's row counts, as :func:`ngramlm.smoothing.adjusted_counts` (or the raw counts) make them."""
+    if smoother.row_counts == "adjusted":
+        a = cont1.astype(np.float64)
+        a[BOS_ID] = raw1[BOS_ID]
+    else:
+        a = raw1.astype(np.float64)
+    a[~unigram_mask(V)] = 0.0
+    return a
+
+
+def _head_and_meta(model, smoother, vocab, order: int, n_ngrams_k: list, coc_raw: list, params: list,
+                   arpa: bool) -> tuple:
+    """The ARPA file's head (its first lines up to the counts) or the native file's metadata."""
+    info = _info(smoother, params)
+    if arpa:
+        from types import SimpleNamespace
+
+        from ..io.arpa import META_PREFIX, arpa_meta
+
+        head = [META_PREFIX + json.dumps(arpa_meta(SimpleNamespace(vocab_=vocab, smoother_name_=smoother.name)),
+                                         separators=(",", ":"), ensure_ascii=False), "", "\\data\\"]
+        head += [f"ngram {k}={c}" for k, c in enumerate([len(vocab) - 1] + n_ngrams_k[1:], start=1)]
+        return ("\n".join(head) + "\n").encode("utf-8"), None
+    from ..io.native import native_meta
+
+    stupid = isinstance(smoother, StupidBackoff)
+    meta = native_meta(model, order=order, kind="backoff", smoother_name=smoother.name,
+                       smoother_params=smoother.get_params(), n_types=vocab.n_types,
+                       n_ngrams=[vocab.n_types + 1] + n_ngrams_k[1:], count_of_counts=[c.tolist() for c in coc_raw],
+                       is_distribution=not stupid,
+                       missing_backoff=math.log10(float(smoother.alpha)) if stupid else 0.0, info=info, vocab=vocab)
+    return b"", json.loads(json.dumps(meta))
+
+
+def _info(smoother, params: list) -> dict:
+    """What the in-memory estimate records in ``info`` for this smoother."""
+    if isinstance(smoother, StupidBackoff):
+        return {"alpha": float(smoother.alpha)}
+    if isinstance(smoother, ModifiedKneserNey):
+        return {"discounts": [list(map(float, d)) for d in params]}
+    if smoother.name == "absolute":
+        return {"discounts": [float(d) for d in params]}
+    return {}
+
+
+def build_files(inp, *, order: int, vocab, memory, temp_dir, client, output, arpa: bool, smoother, model,
+                progress: Callable[[str], None], parts: Optional[int] = None) -> tuple:
+    """:func:`build` on text files (``-``: standard input, spooled to the shared folder first), connecting
+    to ``client`` when it is an address: ``(ClusterBuild, tables or None)``.  Without ``output`` the model
+    is written to the shared folder as a native file and read back (its tables are returned)."""
+    from corpora.tokenize import TokenizerSpec
+
+    from .streaming import TempFolder, block_tokens_for, parse_memory, spool_stdin
+    from .text_counts import DEFAULT_MEMORY
+
+    if isinstance(smoother, StupidBackoff):
+        if not 0.0 < float(smoother.alpha) <= 1.0:
+            raise InputError(f"stupid backoff alpha must be in (0, 1], got {smoother.alpha}", fix="use e.g. --alpha 0.4")
+        if arpa:
+            raise InputError("stupid backoff scores are not probabilities and back off even from unseen contexts; "
+                             "an ARPA file would score them differently", fix="write a native model (.npz)")
+    mem = parse_memory(memory if memory is not None else DEFAULT_MEMORY) if not isinstance(memory, int) else memory
+    block = block_tokens_for(mem, order)
+    spec = inp.tokenizer or TokenizerSpec()
+    if isinstance(client, str):
+        from .cluster import close, connect
+
+        progress(f"connecting to the Dask scheduler {client}")
+        client = connect(client, memory_limit=mem)
+        try:
+            return build_files(inp, order=order, vocab=vocab, memory=mem, temp_dir=temp_dir, client=client,
+                               output=output, arpa=arpa, smoother=smoother, model=model, progress=progress,
+                               parts=parts)
+        finally:
+            close(client)
+    # The workers write here: shared storage on a real cluster (the output's folder unless --temp-dir).
+    base = temp_dir if temp_dir is not None else (Path(output).resolve().parent if output not in (None, "-") else None)
+    with TempFolder(base) as folder:
+        sources = [spool_stdin(folder) if str(s) == "-" else os.path.abspath(os.fspath(s)) for s in inp.sources]
+        target = Path(output) if output not in (None, "-") else folder.path / "model.npz"
+        if output == "-":
+            raise InputError("the Dask build writes its model from the workers, not to standard output",
+                             fix="give -o FILE on storage the workers share")
+        res = build(client, sources, order=order, vocab=vocab, inp=inp, spec=spec, smoother=smoother, memory=mem,
+                    block_tokens=block, shared=folder.path, output=target.resolve(), arpa=arpa and output is not None,
+                    model=model, progress=progress, parts=parts)
+        tables = None
+        if output is None:
+            from ..io.native import load_native_tables
+
+            tables = load_native_tables(target, mmap=False)[0].replace(vocab=res.vocab,
+                                                                       smoother_params=smoother.get_params())
+        return res, tables
