@@ -86,6 +86,14 @@ class ClusterBuild:
 
 
 # ----------------------------------------------------------------------------- tasks (run on the workers)
+def set_task_delay(seconds: float) -> float:
+    """Slow every estimation task on this process down (fault-injection tests run it on the workers with
+    ``client.run``, to kill a worker mid-job); returns the previous delay."""
+    global TASK_DELAY_S
+    old, TASK_DELAY_S = TASK_DELAY_S, float(seconds)
+    return old
+
+
 def _delay() -> None:
     if TASK_DELAY_S:
         time.sleep(TASK_DELAY_S)
@@ -263,12 +271,29 @@ def n_parts_for(n_workers: int, tokens: int, order: int, memory: int, parts: Opt
     return int(min(MAX_PARTS, max(2 * n_workers, need)))
 
 
-def build(client, sources: list, *, order: int, vocab, inp, spec, smoother, memory: int, block_tokens: int,
-          shared: Path, output: Path, arpa: bool, model, progress: Callable[[str], None],
-          parts: Optional[int] = None) -> ClusterBuild:
+def build(client, sources: list, **kw) -> ClusterBuild:
     """Count, estimate and write the model on ``client``'s workers into ``output`` (ARPA when ``arpa``,
     else native), the pieces in ``shared`` (a folder every worker can write).  ``model``: the unfitted
-    :class:`~ngramlm.model.NgramLM` whose parameters the native file records."""
+    :class:`~ngramlm.model.NgramLM` whose parameters the native file records.
+
+    A task that keeps killing its worker (Dask retries it on another, then gives up: a worker past its
+    memory limit is restarted by its nanny) is a one-line error naming the budget; no model is written."""
+    from distributed import KilledWorker
+
+    try:
+        return _build(client, sources, **kw)
+    except KilledWorker as exc:
+        limits = sorted({w.get("memory_limit") or 0 for w in client.scheduler_info().get("workers", {}).values()})
+        limit = ", ".join(f"{m >> 20} MB" for m in limits if m) or "none set"
+        raise InputError(f"a Dask task died with its worker too often (worker memory limit {limit}; --memory "
+                         f"{kw['memory'] >> 20} MB a worker; {exc})",
+                         fix="give the workers more memory (dask worker --memory-limit) or more workers, or a "
+                             "smaller --memory so the n-grams are cut into more, smaller parts") from None
+
+
+def _build(client, sources: list, *, order: int, vocab, inp, spec, smoother, memory: int, block_tokens: int,
+           shared: Path, output: Path, arpa: bool, model, progress: Callable[[str], None],
+           parts: Optional[int] = None) -> ClusterBuild:
     from distributed import wait
 
     from .cluster import word_count_pass

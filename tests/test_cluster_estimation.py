@@ -1,0 +1,329 @@
+"""The Dask build estimates and writes on the workers, and its model is the local build's, bit for bit.
+
+The partition logic (:mod:`ngramlm.builder.partition`) is tested on its own first (no Dask); then the
+whole build on a real ``LocalCluster`` (worker processes), then on a scheduler and workers started as
+separate processes over TCP on 127.0.0.1, each with its own memory limit, with a worker killed mid-job.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from corpora.errors import InputError
+from ngramlm import NgramCounts, NgramLM
+from ngramlm.builder import partition as pt
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def toy_text(tmp_path_factory):
+    from corpora.testing import toy_training_lines
+
+    lines = toy_training_lines()
+    path = tmp_path_factory.mktemp("cluster") / "train.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path, lines
+
+
+def _encoded(lines):
+    from corpora.tokenize import TokenizerSpec, make_tokenizer
+    from corpora.vocab import Vocab
+
+    vocab = Vocab(tokenizer=TokenizerSpec())
+    return vocab, vocab.fit_encode_lines(lines, make_tokenizer(TokenizerSpec()), keep_empty=True)
+
+
+def _sha(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+# ----------------------------------------------------------------------------- partitions, no Dask
+def test_parts_split_and_merged_are_the_counts_of_the_whole_text(toy_text):
+    """Two halves counted apart, cut into parts and merged part by part: every part is the slice of the
+    whole text's counts with its first words, rows and counts equal."""
+    _, lines = toy_text
+    vocab, enc = _encoded(lines)
+    V, half = len(vocab), len(lines) // 2
+    whole = NgramCounts.from_encoded(enc, order=4, vocab_size=V)
+    halves = [NgramCounts.from_encoded(vocab.encode_sentences([x.split() for x in chunk]), order=4, vocab_size=V)
+              for chunk in (lines[:half], lines[half:])]
+    bounds = pt.bounds_for(whole.tables[0].count.astype(float), 5)
+    assert bounds[0] == 0 and bounds[-1] == V and np.all(np.diff(bounds) > 0) and len(bounds) == 6
+    merged = [pt.merge_parts([a, b]) for a, b in zip(*(pt.split_counts(h, bounds) for h in halves))]
+    for k in range(2, 5):
+        grams = whole.ngrams(k)
+        start = 0
+        for p, part in enumerate(merged):
+            rows = part.size(k)
+            got = grams[start:start + rows]
+            assert np.all((got[:, 0] >= part.lo) & (got[:, 0] < part.hi))  # first words in the part's range
+            assert np.array_equal(part.counts[k - 1], whole.tables[k - 1].count[start:start + rows])
+            start += rows
+        assert start == len(grams)  # the parts, in order, are the whole table
+
+
+def test_suffix_rounds_find_every_suffix_and_count_left_extensions(toy_text):
+    """The request rounds give each row's suffix (as the whole table's suffix index) and the order below's
+    continuation counts (Kneser-Ney's left extensions)."""
+    from ngramlm.smoothing import adjusted_counts
+
+    _, lines = toy_text
+    vocab, enc = _encoded(lines)
+    V = len(vocab)
+    whole = NgramCounts.from_encoded(enc, order=4, vocab_size=V)
+    bounds = pt.bounds_for(whole.tables[0].count.astype(float), 4)
+    parts = pt.split_counts(whole, bounds)
+    P = len(parts)
+    offsets = {k: np.cumsum([0] + [p.size(k) for p in parts]) for k in range(1, 5)}
+    offsets[1] = bounds
+    adj_whole = adjusted_counts(whole)
+    sfx = [pt.order2_suffixes(p, bounds) for p in parts]
+    for k in range(3, 5):
+        reqs = [pt.suffix_requests(p, k, s, P) for p, s in zip(parts, sfx)]
+        res = [pt.resolve_suffixes(parts[q], k, [reqs[p][q] for p in range(P)]) for q in range(P)]
+        sfx = [pt.place_answers(parts[p], k, sfx[p], [res[q][0][p] for q in range(P)]) for p in range(P)]
+        got = np.concatenate([offsets[k - 1][s.to] + s.row for s in sfx])
+        assert np.array_equal(got, whole.suffix_index(k))
+        adj = np.concatenate([pt.adjusted_counts(parts[q], k - 1, res[q][1]) for q in range(P)])
+        assert np.array_equal(adj, adj_whole[k - 2])
+
+
+def test_a_missing_suffix_is_an_error_not_a_wrong_row():
+    part = pt.Part(0, 3, 3, [None, np.array([0 * 3 + 1, 1 * 3 + 2])], [np.ones(3, dtype=np.int64), np.ones(2)])
+    with pytest.raises(ValueError, match="not suffix-closed"):
+        pt.resolve_suffixes(part, 3, [np.array([2 * 3 + 2])])
+
+
+# ----------------------------------------------------------------------------- on a LocalCluster
+distributed = pytest.importorskip("distributed", reason="the Dask tests need the distributed package")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from distributed import Client, LocalCluster
+
+    c = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = Client(c)
+    yield client
+    client.close()
+    c.close()
+
+
+def _build(path, out, *, smoothing="mkn", order=4, dask=None, parts=None, estimation="auto", progress=None, **params):
+    from ngramlm.builder.pipeline import BuildConfig, build
+
+    cfg = BuildConfig(order=order, smoothing=smoothing, smoother_params=params, files=True, memory="70M",
+                      temp_dir=str(Path(out).parent / "tmp"), dask=dask, parts=parts, estimation=estimation,
+                      output=str(out), arpa=str(out).endswith(".arpa"))
+    lm = NgramLM(**cfg.estimator_params())
+    built = build([str(path)], cfg, progress, estimator=lm)
+    if built.on_disk is None:  # the local build's in-memory model, written as `train` writes it
+        from ngramlm.io.arpa import write_arpa
+        from ngramlm.io.native import save_native
+
+        (write_arpa if cfg.arpa else save_native)(lm, out)
+    return built
+
+
+def _native(path) -> dict:
+    z = np.load(path)
+    out = {k: z[k] for k in z.files}
+    out["meta"] = json.loads(out["meta"].tobytes())
+    return out
+
+
+@pytest.mark.parametrize("smoothing,order,params", [("mkn", 5, {}), ("kn", 3, {}), ("wb", 4, {}),
+                                                    ("absolute", 5, {}), ("absolute", 3, {"discount": 0.7}),
+                                                    ("mkn", 2, {})])
+def test_the_workers_build_the_local_model_byte_for_byte(toy_text, tmp_path, cluster, smoothing, order, params):
+    path, _ = toy_text
+    local = tmp_path / "local.arpa"
+    _build(path, local, smoothing=smoothing, order=order, **params)
+    for parts in (1, 3, 6):
+        out = tmp_path / f"dask{parts}.arpa"
+        msgs = []
+        built = _build(path, out, smoothing=smoothing, order=order, dask=cluster, parts=parts,
+                       progress=lambda m, stage=None, depth=0: msgs.append(m), **params)
+        assert built.on_disk is not None and built.on_disk.parts == parts
+        assert any("estimation on the workers" in m for m in msgs)
+        assert _sha(out) == _sha(local), (smoothing, order, parts)
+
+
+def test_native_files_and_stupid_backoff_are_the_local_ones(toy_text, tmp_path, cluster):
+    path, _ = toy_text
+    for smoothing in ("mkn", "stupid"):
+        _build(path, tmp_path / "local.npz", smoothing=smoothing)
+        _build(path, tmp_path / "dask.npz", smoothing=smoothing, dask=cluster, parts=4)
+        a, b = _native(tmp_path / "local.npz"), _native(tmp_path / "dask.npz")
+        assert sorted(a) == sorted(b) and a["meta"] == b["meta"]
+        for name in a:
+            if name != "meta":
+                assert a[name].dtype == b[name].dtype and np.array_equal(a[name], b[name]), (smoothing, name)
+
+
+def test_fit_files_reads_the_workers_model_back(toy_text, tmp_path, cluster):
+    path, lines = toy_text
+    vocab, enc = _encoded(lines)
+    ref = NgramLM(order=4, smoothing="wb").fit(enc, vocab=vocab)
+    lm = NgramLM(order=4, smoothing="wb").fit_files([path], memory="70M", temp_dir=tmp_path, client=cluster,
+                                                   estimation="auto")
+    assert lm.n_ngrams_ == ref.n_ngrams_ and lm.vocab_.itos_ == ref.vocab_.itos_
+    for x, y in zip(lm.keys_ + lm.log10_prob_ + lm.log10_backoff_, ref.keys_ + ref.log10_prob_ + ref.log10_backoff_):
+        assert np.array_equal(x, y)
+    assert not list(tmp_path.glob("ngramlm-build-*"))  # the shared folder is removed
+
+
+def test_smoothers_the_workers_do_not_estimate_are_counted_there_and_estimated_here(toy_text, tmp_path, cluster):
+    path, _ = toy_text
+    msgs = []
+    built = _build(path, tmp_path / "k.arpa", smoothing="katz", order=3, dask=cluster,
+                   progress=lambda m, stage=None, depth=0: msgs.append(m))
+    assert built.on_disk is None and any("counting on the Dask workers; katz is estimated on the client" in m
+                                         for m in msgs)
+    _build(path, tmp_path / "local.arpa", smoothing="katz", order=3)
+    assert _sha(tmp_path / "k.arpa") == _sha(tmp_path / "local.arpa")
+    with pytest.raises(InputError, match="cannot estimate this model on the Dask workers: katz"):
+        _build(path, tmp_path / "k.arpa", smoothing="katz", order=3, dask=cluster, estimation="disk")
+
+
+def _nbytes(obj) -> int:
+    if isinstance(obj, np.ndarray):
+        return obj.nbytes
+    if isinstance(obj, (list, tuple)):
+        return sum(_nbytes(x) for x in obj)
+    if isinstance(obj, dict):
+        return sum(_nbytes(x) for x in obj.values())
+    return 0
+
+
+def test_the_client_never_holds_the_ngrams(toy_text, tmp_path, cluster, monkeypatch):
+    """Everything the client gathers from the workers while they build a model of ~500 k n-grams is
+    vocabulary-sized (unigram counts, back-offs, count-of-counts per part), not n-gram-sized; and it
+    stays the same when the text, and the model, grow."""
+    path, lines = toy_text
+    received = []
+    real_gather = type(cluster).gather
+
+    def spy(self, *args, **kwargs):
+        out = real_gather(self, *args, **kwargs)
+        received.append(_nbytes(out))
+        return out
+
+    monkeypatch.setattr(type(cluster), "gather", spy)
+    totals, sizes = [], []
+    for copies in (1, 2):
+        text = tmp_path / f"x{copies}.txt"
+        # The second text adds new n-grams: each line once as it is and once reversed.
+        extra = [" ".join(reversed(x.split())) for x in lines] if copies == 2 else []
+        text.write_text("\n".join(lines + extra) + "\n", encoding="utf-8")
+        received.clear()
+        built = _build(text, tmp_path / f"x{copies}.arpa", smoothing="wb", order=5, dask=cluster, parts=4)
+        totals.append(sum(received))
+        sizes.append(sum(built.on_disk.n_ngrams))
+    V = len(built.on_disk.vocab)
+    assert sizes[1] > 1.5 * sizes[0] > 600_000  # the model grew ...
+    assert totals[1] == totals[0]  # ... and what the client received did not
+    assert totals[0] <= 8 * V * (4 * 4 + 4), (totals, V)  # a few V-sized arrays per part
+    assert totals[0] < sizes[0] * 24 / 20  # a twentieth of the model's keys, probabilities, back-offs
+
+
+def test_a_worker_killed_mid_estimation_still_gives_the_same_model(toy_text, tmp_path, cluster):
+    from ngramlm.builder import cluster_estimate
+
+    path, _ = toy_text
+    _build(path, tmp_path / "local.arpa", order=4)
+    cluster.run(cluster_estimate.set_task_delay, 0.15)  # the estimation tasks slowed: time to kill one
+    pids = list(cluster.run(os.getpid).values())
+    killed = {}
+
+    def progress(message, stage=None, depth=0):
+        if "suffixes of order 3 located" in message and not killed:  # counting done, estimation under way
+            os.kill(pids[0], signal.SIGKILL)
+            killed["at"] = message
+
+    try:
+        _build(path, tmp_path / "dask.arpa", order=4, dask=cluster, parts=4, progress=progress)
+    finally:
+        cluster.run(cluster_estimate.set_task_delay, 0.0)
+    assert killed
+    assert _sha(tmp_path / "dask.arpa") == _sha(tmp_path / "local.arpa")
+    cluster.wait_for_workers(2, timeout=60)  # the nanny restarts it for the next test
+
+
+def test_the_cli_trains_on_workers_and_says_so(toy_text, tmp_path):
+    path, _ = toy_text
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    local = tmp_path / "local.arpa"
+    subprocess.run([sys.executable, str(ROOT / "cli.py"), "train", str(path), "--order", "3", "-o", str(local)],
+                   check=True, capture_output=True, env=env, timeout=300)
+    out = tmp_path / "dask.arpa"
+    r = subprocess.run([sys.executable, str(ROOT / "cli.py"), "train", str(path), "--order", "3", "--dask", "local:2",
+                        "--memory", "300M", "-o", str(out)], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "estimated on the Dask workers" in r.stderr
+    assert _sha(out) == _sha(local)
+
+
+# ----------------------------------------------------------------------------- separate processes over TCP
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_a_real_scheduler_and_workers_over_tcp_with_a_worker_killed(toy_text, tmp_path):
+    """`dask scheduler` and two `dask worker` processes (each its own memory limit, no nanny: a killed
+    worker stays dead) on 127.0.0.1; `ngramlm train --dask tcp://...` gives the local model, also when one
+    worker is killed with SIGKILL while the model is being estimated."""
+    path, _ = toy_text
+    dask_bin = Path(sys.executable).with_name("dask")
+    if not dask_bin.exists():
+        pytest.skip("the dask command is not installed beside this Python")
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    addr = f"tcp://127.0.0.1:{port}"
+    procs = [subprocess.Popen([str(dask_bin), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                               "--no-dashboard"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        from distributed import Client
+
+        for _ in range(3):
+            procs.append(subprocess.Popen([str(dask_bin), "worker", addr, "--nthreads", "1", "--memory-limit", "1GB",
+                                           "--no-nanny", "--no-dashboard", "--host", "127.0.0.1"], env=env,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        with Client(addr, timeout="30s") as c:
+            c.wait_for_workers(3, timeout=60)
+            assert {w["memory_limit"] for w in c.scheduler_info()["workers"].values()} == {10 ** 9}
+            c.run(__import__("ngramlm.builder.cluster_estimate", fromlist=["x"]).set_task_delay, 0.1)
+        local = tmp_path / "local.arpa"
+        subprocess.run([sys.executable, str(ROOT / "cli.py"), "train", str(path), "--order", "4", "-o", str(local)],
+                       check=True, capture_output=True, env=env, timeout=300)
+        out = tmp_path / "dask.arpa"
+        train = subprocess.Popen([sys.executable, str(ROOT / "cli.py"), "train", str(path), "--order", "4", "--dask",
+                                  addr, "--memory", "200M", "-o", str(out)], env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        seen = []
+        for line in train.stderr:  # kill a worker once estimation is under way
+            seen.append(line)
+            if "suffixes of order 3 located" in line:
+                os.kill(procs[1].pid, signal.SIGKILL)
+        assert train.wait(timeout=300) == 0, "".join(seen)
+        assert procs[1].poll() is not None  # it is dead, and stayed dead
+        assert _sha(out) == _sha(local)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
