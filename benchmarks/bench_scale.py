@@ -15,7 +15,11 @@ clock with its peak RSS (``ru_maxrss`` of the child):
 * with --in-memory, the same text through the in-memory path (``ngramlm train FILE --order 5
   --discount-fallback -o mem.arpa``), and whether the two ARPA files are byte for byte the same;
 * ``lmplz -o 5 -S 1G -T WORK --discount_fallback < FILE > out.arpa`` (KenLM built from source);
-* with --dask-sizes, the same ngramlm build with ``--dask local:2`` (2 worker processes);
+* with --dask-sizes, the same ngramlm build on a Dask cluster of N workers for each N of --dask-workers
+  (default 2): a ``dask scheduler`` and N ``dask worker`` processes started here on 127.0.0.1 (real
+  TCP, each worker ``--nthreads 1 --memory-limit`` the --memory budget), the client ``ngramlm train
+  --dask tcp://...``: its wall and peak RSS, each worker's peak RSS and the bytes it sent to other
+  workers (Dask's own transfer counter), and the ARPA file's sha256 against the local build's;
 * ``ngramlm ppl`` of the native model on 20,000 test tokens (load + score), memory-mapped.
 """
 from __future__ import annotations
@@ -80,7 +84,11 @@ def test_text(work: Path) -> Path:
 @click.option("--kenlm-bin", type=click.Path(exists=True, file_okay=False), default=None,
               help="Folder with KenLM's lmplz (built from source); without it only ngramlm runs.")
 @click.option("--sizes", default="1,4,16", show_default=True, help="Training sizes in millions of tokens.")
-@click.option("--dask-sizes", default="", help="Sizes to build on a 2-worker local Dask cluster as well.")
+@click.option("--dask-sizes", default="", help="Sizes to build on a Dask cluster as well.")
+@click.option("--dask-workers", default="2", show_default=True,
+              help="Worker counts of the Dask builds: a scheduler and this many worker processes each time.")
+@click.option("--no-local", "no_local", is_flag=True,
+              help="Run the local build once (the reference sha256 of the Dask builds), not --repeat times.")
 @click.option("--memory", default="1G", show_default=True)
 @click.option("--estimation", type=click.Choice(["auto", "memory", "disk"]), default="auto", show_default=True,
               help="ngramlm train --estimation: out-of-core estimation when the counts pass --memory (auto), "
@@ -93,7 +101,8 @@ def test_text(work: Path) -> Path:
               help="Run each ngramlm and lmplz build this many times: the fastest wall time, the largest peak RSS "
                    "(lmplz's own time varies by 20 % from run to run here).")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
-def main(kenlm_bin, sizes, dask_sizes, memory, estimation, in_memory, no_ppl, work, repeat, json_out):
+def main(kenlm_bin, sizes, dask_sizes, dask_workers, no_local, memory, estimation, in_memory, no_ppl, work, repeat,
+         json_out):
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
     tmp = work / "tmp"
@@ -108,7 +117,8 @@ def main(kenlm_bin, sizes, dask_sizes, memory, estimation, in_memory, no_ppl, wo
         out = work / "ours.arpa"
         cmd = NGRAMLM + ["train", corpus, "--order", "5", "--discount-fallback", "--memory", memory, "-T", tmp,
                          "--estimation", estimation, "-o", out]
-        row["ngramlm_s"], row["ngramlm_mb"] = best_of(repeat, cmd)
+        row["ngramlm_s"], row["ngramlm_mb"] = best_of(1 if no_local else repeat, cmd)
+        row["sha256"] = _sha256(out)
         if in_memory:
             mem_out = work / "mem.arpa"
             row["in_memory_s"], row["in_memory_mb"] = run_once(
@@ -125,26 +135,94 @@ def main(kenlm_bin, sizes, dask_sizes, memory, estimation, in_memory, no_ppl, wo
                 stdin=corpus, stdout=work / "kenlm.arpa")
             row["ratio"] = row["ngramlm_s"] / row["lmplz_s"]
         if m in dask_set:
-            row["dask_s"], row["dask_mb"] = run_once(cmd[:-1] + [work / "dask.arpa", "--dask", "local:2"])
+            row["dask"] = []
+            for n in [int(x) for x in dask_workers.split(",") if x]:
+                d = dask_build(cmd[:-1] + [work / "dask.arpa"], n, memory, work / "dask.arpa")
+                d["same_as_local"] = d["sha256"] == row["sha256"]
+                row["dask"].append(d)
+                click.echo(json.dumps(d))
         row["us_per_token"] = row["ngramlm_s"] / n_tok * 1e6
         rows.append(row)
         click.echo(json.dumps(row))
         for f in ("ours.arpa", "kenlm.arpa", "dask.arpa"):
             (work / f).unlink(missing_ok=True)
     click.echo("\n| tokens | ngramlm --memory " + memory + " | in-memory path (same ARPA?) | lmplz -S " + memory +
-               " | ratio | µs/token | dask local:2 | ppl (mmap load + score) |\n|---|---|---|---|---|---|---|---|")
+               " | ratio | µs/token | dask (workers: wall / client RSS) | ppl (mmap load + score) |\n|---|---|---|---|---|---|---|---|")
     for r in rows:
         lm = f"{r['lmplz_s']:.1f} s / {r['lmplz_mb']:.0f} MB" if "lmplz_s" in r else "-"
         ratio = f"{r['ratio']:.2f}" if "ratio" in r else "-"
-        dk = f"{r['dask_s']:.1f} s / {r['dask_mb']:.0f} MB" if "dask_s" in r else "-"
+        dk = "; ".join(f"{d['workers']}: {d['wall_s']:.1f} s / client {d['client_mb']:.0f} MB"
+                       for d in r.get("dask", [])) or "-"
         im = (f"{r['in_memory_s']:.1f} s / {r['in_memory_mb']:.0f} MB ({'same' if r['same_arpa'] else 'DIFFERENT'})"
               if "in_memory_s" in r else "-")
         ppl = f"{r['ppl_load_score_s']:.2f} s / {r['ppl_mb']:.0f} MB" if "ppl_mb" in r else "-"
         click.echo(f"| {r['million_tokens']:g} M | {r['ngramlm_s']:.1f} s / {r['ngramlm_mb']:.0f} MB | {im} | {lm} | "
                    f"{ratio} | {r['us_per_token']:.2f} | {dk} | {ppl} |")
+    dask_rows = [(r["million_tokens"], d) for r in rows for d in r.get("dask", [])]
+    if dask_rows:
+        click.echo("\n| tokens | workers | wall | client peak RSS | workers' peak RSS | bytes between workers "
+                   "| sha256 (= local?) |\n|---|---|---|---|---|---|---|")
+        for m, d in dask_rows:
+            click.echo(f"| {m:g} M | {d['workers']} | {d['wall_s']:.1f} s | {d['client_mb']:.0f} MB | "
+                       f"{', '.join(f'{x:.0f}' for x in d['worker_mb'])} MB | {d['bytes_between_workers'] / 2**20:.0f} MB"
+                       f" | {d['sha256'][:12]} ({'same' if d['same_as_local'] else 'DIFFERENT'}) |")
     if json_out:
         Path(json_out).write_text(json.dumps({"memory": memory, "estimation": estimation, "repeat": repeat,
                                               "rows": rows}, indent=1))
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _worker_stats(dask_worker) -> tuple:
+    """(peak RSS MB, bytes sent to other workers) of a worker process, run on it by ``client.run``."""
+    import resource
+
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            int(getattr(dask_worker, "transfer_outgoing_bytes_total", 0)))
+
+
+def dask_build(cmd: list, n_workers: int, memory: str, out: Path) -> dict:
+    """``cmd`` (an ``ngramlm train`` without --dask) as the client of a fresh cluster: a ``dask scheduler``
+    and ``n_workers`` ``dask worker`` processes on 127.0.0.1, each with ``memory`` as its limit."""
+    import socket
+    import time
+
+    from distributed import Client
+
+    from ngramlm.builder.streaming import parse_memory
+
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+    addr = f"tcp://127.0.0.1:{port}"
+    dask_bin = str(Path(sys.executable).with_name("dask"))
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    procs = [subprocess.Popen([dask_bin, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                              **quiet)]
+    try:
+        procs += [subprocess.Popen([dask_bin, "worker", addr, "--nthreads", "1", "--no-dashboard",
+                                    "--host", "127.0.0.1", "--memory-limit", str(parse_memory(memory))], **quiet)
+                  for _ in range(n_workers)]
+        with Client(addr, timeout="30s") as c:
+            c.wait_for_workers(n_workers, timeout=120)
+        time.sleep(1.0)
+        wall, client_mb = run_once(cmd + ["--dask", addr])
+        with Client(addr, timeout="30s") as c:
+            stats = list(c.run(_worker_stats).values())
+        return {"workers": n_workers, "wall_s": wall, "client_mb": client_mb, "worker_mb": [s[0] for s in stats],
+                "bytes_between_workers": sum(s[1] for s in stats), "sha256": _sha256(out)}
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
 
 
 def best_of(repeat: int, cmd: list, **kw) -> tuple:

@@ -189,15 +189,17 @@ def _write_part(part, folder: str, index: int, offsets: list, arpa: bool, words_
         if not arpa:
             pt.save_column(d, f"keys{k}", pt.global_keys(part, k, offsets[k - 2]))
             continue
-        from ..io.arpa import ArpaFormatters
+        from .. import accel
 
         lp = np.load(d / f"logp{k}.npy")
         bo = np.load(d / f"bo{k}.npy") if k < n else None
         path = d / f"section{k}.arpa"
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh, ArpaFormatters(fh, words_f, part.V) as fmt:
+        # The compiled formatter in this task's thread: the workers are the parallelism, and a pool of
+        # formatting threads per part would leave a malloc arena of freed text per thread in the worker.
+        with open(tmp, "wb") as fh:
             if part.size(k):
-                fmt.rows(k, pt.formatter_keys(part, k), lp, bo, -1)
+                accel.fast.write_section(fh, k, pt.formatter_keys(part, k), lp, bo, words_f, part.V, -1)
         os.replace(tmp, path)
     return index
 
@@ -228,15 +230,14 @@ def _assemble(path: str, folder: str, n_parts: int, order: int, arpa: bool, head
                 members[name] = _concat_columns([d / f"part{p}" / f"{name}.npy" for p in range(n_parts)], chunk)
         save_native_streamed(path, meta, members)
         return path
-    from ..io.arpa import ArpaFormatters
+    from .. import accel
 
     with atomic_writer_by_suffix(path) as fh:
         fh.write(head)
         lp = lp1.copy()
         lp[BOS_ID] = -99.0  # <s> is never predicted: ARPA's convention
-        with ArpaFormatters(fh, words, len(lp1)) as fmt:
-            fmt.text(b"\n\\1-grams:\n")
-            fmt.rows(1, [None], lp, bo1 if order > 1 else None, PAD_ID)
+        fh.write(b"\n\\1-grams:\n")
+        accel.fast.write_section(fh, 1, [None], lp, bo1 if order > 1 else None, words, len(lp1), PAD_ID)
         for k in range(2, order + 1):
             fh.write(f"\n\\{k}-grams:\n".encode())
             for p in range(n_parts):
@@ -418,11 +419,13 @@ def _build(client, sources: list, *, order: int, vocab, inp, spec, smoother, mem
 
     # 6. Writing: the parts' pieces, then the file.
     words = [w.encode("utf-8") for w in vocab.itos_]
-    words_f = client.scatter(words, broadcast=True)
+    words_f = client.scatter([words], broadcast=True)[0]  # a list given alone would be scattered item by item
     glob_offsets = [int(bounds[p]) for p in range(P)]
     written = [client.submit(_write_part, parts_f[p], folder, p,
                              [glob_offsets[p]] + [int(offsets[j][p]) for j in range(1, order - 1)], arpa, words_f,
                              pure=False) for p in range(P)]
+    wait(written)
+    tick(f"the parts' {'ARPA sections' if arpa else 'columns'} written")
     head, meta = _head_and_meta(model, smoother, vocab, order, n_ngrams_k, coc_raw, params, arpa)
     path = client.submit(_assemble, str(output), folder, P, order, arpa, head, (lp1, bo1), n_ngrams_k, meta,
                          words_f, written, pure=False).result()
@@ -512,17 +515,30 @@ def build_files(inp, *, order: int, vocab, memory, temp_dir, client, output, arp
     base = temp_dir if temp_dir is not None else (Path(output).resolve().parent if output not in (None, "-") else None)
     with TempFolder(base) as folder:
         sources = [spool_stdin(folder) if str(s) == "-" else os.path.abspath(os.fspath(s)) for s in inp.sources]
-        target = Path(output) if output not in (None, "-") else folder.path / "model.npz"
         if output == "-":
             raise InputError("the Dask build writes its model from the workers, not to standard output",
                              fix="give -o FILE on storage the workers share")
+        from .. import accel
+
+        # ARPA is formatted by the compiled formatter on the workers; without it, the native file is
+        # written there and turned into ARPA here (the slow path, which holds the model).
+        direct = output is not None and (not arpa or accel.fast is not None)
+        target = Path(output) if direct else folder.path / "model.npz"
         res = build(client, sources, order=order, vocab=vocab, inp=inp, spec=spec, smoother=smoother, memory=mem,
-                    block_tokens=block, shared=folder.path, output=target.resolve(), arpa=arpa and output is not None,
+                    block_tokens=block, shared=folder.path, output=target.resolve(), arpa=arpa and direct,
                     model=model, progress=progress, parts=parts)
         tables = None
-        if output is None:
+        if not direct:
             from ..io.native import load_native_tables
 
-            tables = load_native_tables(target, mmap=False)[0].replace(vocab=res.vocab,
-                                                                       smoother_params=smoother.get_params())
+            tables = load_native_tables(target, mmap=output is not None)[0]
+            if output is not None:
+                from ..io.arpa import write_arpa
+                from ..scorer import Scorer
+
+                write_arpa(Scorer(tables), output)
+                tables = None
+            else:
+                tables = tables.replace(vocab=res.vocab, smoother_params=smoother.get_params())
+        res.path = Path(output) if output is not None else None
         return res, tables

@@ -296,8 +296,8 @@ def global_keys(part: Part, k: int, offset_below: int) -> np.ndarray:
 
 
 def formatter_keys(part: Part, k: int) -> list:
-    """The keys of orders 2..k as the ARPA formatter takes them (parents index the order below's slice;
-    order 2's parents are word ids)."""
+    """The keys of orders 2..k as the ARPA formatter takes them (parents index the order below's rows
+    in this part; order 2's parents are word ids)."""
     out = [None] + [part.keys[j - 1] for j in range(2, k + 1)]
     if k >= 2 and part.lo:
         out[1] = out[1] + part.lo * part.V
