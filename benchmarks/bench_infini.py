@@ -9,6 +9,16 @@ streams are the same token for token, and a query maps by writing 65535 for ``<s
 build time, bytes a token, count queries a second (10,000 random 1-5-grams of the test set, counts
 checked equal), ∞-gram queries a second on test positions (suffix length and counts checked equal),
 and ours on the whole test set.  Without the peer installed, ours alone.
+
+    python benchmarks/bench_infini.py --scale 4,16 [--memory 128M,256M] [--dask local:2] [--work DIR]
+
+``--scale``: the build's wall time and peak RSS (``ru_maxrss`` of the child, as bench_scale measures)
+on bench_scale's toy corpora (50,000 types; sizes in millions of tokens): ``infini build FILE
+--stream -o one.npz`` (one suffix array), then ``infini build FILE --memory M -o FOLDER`` for each
+budget (sharded), and with ``--dask`` the last budget on a cluster (the peak is then the largest
+process's: a worker's, or the client's, which hosts a local:N scheduler).  Each sharded index is checked equal
+to the single one (every count of 10,000 random 1-8-grams and of the patterns across each cut,
+and ``score`` on 20,000 test tokens, exactly); count and score speeds of both are printed.
 """
 from __future__ import annotations
 
@@ -52,7 +62,15 @@ def build_peer(docs: list, index_dir: Path) -> float:
 
 @click.command()
 @click.option("--queries", type=int, default=10_000, show_default=True)
-def main(queries):
+@click.option("--scale", default="", help="Build sizes in millions of tokens (toy corpora): time, peak RSS, shards.")
+@click.option("--memory", "budgets", default="128M,256M", show_default=True, help="With --scale: budgets to shard by.")
+@click.option("--dask", "dask_address", default=None, help="With --scale: also build on this cluster (local:2).")
+@click.option("--work", type=click.Path(file_okay=False), default="/tmp/ngramlm-scale", show_default=True)
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="With --scale: rows here.")
+def main(queries, scale, budgets, dask_address, work, json_out):
+    if scale:
+        return scale_main([float(x) for x in scale.split(",")], budgets.split(","), dask_address, Path(work), queries,
+                          json_out)
     from corpora import load_corpus, prepare
     from corpora.vocab import BOS_ID
     from ngramlm.counts import padded_stream
@@ -120,6 +138,73 @@ def main(queries):
                    f"{agree:,}/{len(sel):,} positions; ours/peer speed {ours_tps / peer_ips:.0f}x")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def scale_main(sizes: list, budgets: list, dask_address, work: Path, queries: int, json_out) -> None:
+    import json
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_kenlm_table import run_once
+    from bench_scale import make_corpus, test_text
+
+    from corpora.vocab import Vocab
+    from ngramlm.infini.sharded import open_index
+
+    work.mkdir(parents=True, exist_ok=True)
+    tmp = work / "tmp"
+    tmp.mkdir(exist_ok=True)
+    rows = []
+    for m in sizes:
+        corpus = make_corpus(work, m)
+        one = work / f"infini-{m:g}M.npz"
+        builds = [("one suffix array", ["--stream", "-o", one], one)]
+        for b in budgets:
+            folder = work / f"infini-{m:g}M-{b}"
+            builds.append((f"--memory {b}", ["--memory", b, "-o", folder], folder))
+        if dask_address:
+            out = work / f"infini-{m:g}M-dask"
+            builds.append((f"--dask {dask_address} --memory {budgets[-1]}",
+                           ["--dask", dask_address, "--memory", budgets[-1], "-o", out], out))
+        for name, args, out in builds:
+            if out.is_dir():
+                shutil.rmtree(out)
+            wall, rss = run_once([sys.executable, "-m", "cli", "infini", "build", corpus, "-T", tmp, *args])
+            row = {"millions": m, "build": name, "wall_s": round(wall, 2), "peak_rss_mb": round(rss)}
+            idx = open_index(out)
+            row["tokens"] = idx.n_tokens
+            row["shards"] = len(getattr(idx, "shards", [idx]))
+            rows.append(row)
+            click.echo(json.dumps(row))
+        single = open_index(one)
+        test = Vocab.encode_sentences(single.vocab, [line.split() for line in test_text(work).read_text().splitlines()])
+        rng = np.random.default_rng(0)
+        stream = np.asarray(single.tokens, dtype=np.int64)
+        grams = []
+        for _ in range(queries):
+            L = int(rng.integers(1, 9))
+            i = int(rng.integers(0, len(stream) - L))
+            grams.append(stream[i:i + L].tolist())
+        for name, _, out in builds:
+            idx = open_index(out)
+            pats = list(grams)
+            for c in getattr(idx, "offsets", np.zeros(2, np.int64))[1:-1]:
+                pats += [stream[c - a:c + b].tolist() for a in (1, 2, 4) for b in (1, 2, 4)]
+            t = time.perf_counter()
+            got = idx.count_ids(pats)
+            cps = len(pats) / (time.perf_counter() - t)
+            t = time.perf_counter()
+            s = idx.score(test)
+            tps = len(s.eff_n) / (time.perf_counter() - t)
+            ref = single.score(test)
+            same = bool(np.array_equal(got, single.count_ids(pats)) and all(
+                np.array_equal(getattr(s, f), getattr(ref, f)) for f in ("eff_n", "cnt_h", "cnt_hw", "sparse")))
+            click.echo(f"{m:g}M {name}: count {cps:,.0f} queries/s, score {tps:,.0f} tokens/s; "
+                       f"counts and score equal to the single index: {same}")
+            for r in rows:
+                if r["millions"] == m and r["build"] == name:
+                    r.update(count_qps=round(cps), score_tps=round(tps), equal_to_single=same)
+    if json_out:
+        Path(json_out).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
