@@ -262,6 +262,30 @@ def test_a_worker_killed_mid_estimation_still_gives_the_same_model(toy_text, tmp
     cluster.wait_for_workers(2, timeout=60)  # the nanny restarts it for the next test
 
 
+@pytest.mark.parametrize("limit", ["150MB", "180MB"])
+def test_a_worker_over_its_memory_limit_gives_a_retry_or_one_line_error_never_a_wrong_model(toy_text, tmp_path, limit):
+    """A worker whose limit its tasks pass is restarted by its nanny and the task retried: the build then
+    either ends with the local model or, after Dask's retries, with one line naming the limits -- and no
+    model file."""
+    from distributed import Client, LocalCluster
+
+    path, lines = toy_text
+    big = tmp_path / "big.txt"
+    big.write_text("\n".join(lines * 5) + "\n", encoding="utf-8")
+    out = tmp_path / "oom.arpa"
+    with LocalCluster(n_workers=1, threads_per_worker=1, memory_limit=limit, dashboard_address=None) as lc, \
+            Client(lc) as client:
+        try:
+            _build(big, out, smoothing="wb", order=5, dask=client, parts=1)
+        except InputError as e:
+            msg = str(e)
+            assert "died with its worker" in msg and f"worker memory limit {int(limit[:-2]) * 10**6 >> 20} MB" in msg
+            assert "\n" not in msg and not out.exists()
+            return
+    _build(big, tmp_path / "local.arpa", smoothing="wb", order=5)
+    assert _sha(out) == _sha(tmp_path / "local.arpa")
+
+
 def test_the_cli_trains_on_workers_and_says_so(toy_text, tmp_path):
     path, _ = toy_text
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

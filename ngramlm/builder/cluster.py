@@ -62,6 +62,16 @@ def close(client) -> None:
         cluster.close()
 
 
+def _value(obj):
+    return obj
+
+
+def shared_value(client, obj):
+    """A future holding ``obj`` for many tasks.  Made by a task, not ``client.scatter``: scattered data has
+    no lineage, so a worker that died holding it would take it along, and every task that needs it."""
+    return client.submit(_value, obj, pure=False)
+
+
 def shards_of(paths: list, *, shard_bytes: int) -> list:
     """Line-aligned byte ranges ``(path, start, end, first line)`` of about ``shard_bytes`` each
     (a gzip file is one shard: it cannot be entered in the middle)."""
@@ -161,7 +171,7 @@ def count_on_cluster(client, sources: list, *, order: int, vocab, inp, spec, blo
     if vocab is None:
         vocab = word_count_pass(client, shards, vocab=None, inp=inp, spec=spec, progress=progress)[0]
     progress("counting pass (on the workers)")
-    vocab_f = client.scatter(vocab, broadcast=True)
+    vocab_f = shared_value(client, vocab)
     futures = client.map(_shard_counts, shards, vocab=vocab_f, order=order, spec=spec, keep_empty=inp.keep_empty,
                          line_filter=inp.line_filter, delay=delay, pure=False)
     merger = RunMerger(order=order, vocab_size=len(vocab), folder=folder, memory=memory)

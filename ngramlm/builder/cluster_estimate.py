@@ -47,7 +47,7 @@ from corpora.vocab import BOS_ID, PAD_ID
 
 from ..smoothing import ModifiedKneserNey, OrderForm, StupidBackoff, context_sums, unigram_mask, unigram_probs
 from . import partition as pt
-from .cluster import shards_of
+from .cluster import shards_of, shared_value
 
 TASK_DELAY_S = 0.0  # fault-injection tests slow each estimation task down so a worker can be killed mid-job
 # Working bytes per n-gram of a part on a worker while it is estimated (keys, counts, suffixes, adjusted
@@ -279,15 +279,22 @@ def build(client, sources: list, **kw) -> ClusterBuild:
 
     A task that keeps killing its worker (Dask retries it on another, then gives up: a worker past its
     memory limit is restarted by its nanny) is a one-line error naming the budget; no model is written."""
+    from concurrent.futures import CancelledError
+
     from distributed import KilledWorker
 
+    limits = sorted({w.get("memory_limit") or 0 for w in client.scheduler_info().get("workers", {}).values()})
     try:
         return _build(client, sources, **kw)
+    except CancelledError as exc:  # a result the cluster lost and could not recompute
+        raise InputError(f"the Dask cluster lost a task's result ({exc})",
+                         fix="check the workers' logs (a worker past its memory limit is restarted; "
+                             "give the workers more memory, or more workers); then run the build again") from None
     except KilledWorker as exc:
-        limits = sorted({w.get("memory_limit") or 0 for w in client.scheduler_info().get("workers", {}).values()})
         limit = ", ".join(f"{m >> 20} MB" for m in limits if m) or "none set"
-        raise InputError(f"a Dask task died with its worker too often (worker memory limit {limit}; --memory "
-                         f"{kw['memory'] >> 20} MB a worker; {exc})",
+        task = exc.task[0] if isinstance(exc.task, tuple) else exc.task
+        raise InputError(f"a Dask task ({str(task).split('-')[0]}) died with its worker {exc.allowed_failures + 1} "
+                         f"times: worker memory limit {limit}, --memory {kw['memory'] >> 20} MB a worker",
                          fix="give the workers more memory (dask worker --memory-limit) or more workers, or a "
                              "smaller --memory so the n-grams are cut into more, smaller parts") from None
 
@@ -318,7 +325,7 @@ def _build(client, sources: list, *, order: int, vocab, inp, spec, smoother, mem
     tick(f"vocabulary of {V} ids; the n-grams cut into {P} parts by first word")
 
     # 2. Counting: shards -> parts.
-    vocab_f = client.scatter(vocab, broadcast=True)
+    vocab_f = shared_value(client, vocab)
     counted = client.map(_count_parts, shards, vocab=vocab_f, order=order, spec=spec, keep_empty=inp.keep_empty,
                          line_filter=inp.line_filter, bounds=bounds, delay=0.0, pure=False)
     parts_f = []
@@ -398,7 +405,7 @@ def _build(client, sources: list, *, order: int, vocab, inp, spec, smoother, mem
         if not interpolated:
             lower = [None] * P
         elif k == 2:
-            p1_f = client.scatter(p1, broadcast=True)
+            p1_f = shared_value(client, p1)
             lower = [client.submit(_lower2, part, p1_f, pure=False) for part in parts_f]
         else:
             lower = [client.submit(pt.place_lower, suffixes[k][p],
@@ -419,7 +426,7 @@ def _build(client, sources: list, *, order: int, vocab, inp, spec, smoother, mem
 
     # 6. Writing: the parts' pieces, then the file.
     words = [w.encode("utf-8") for w in vocab.itos_]
-    words_f = client.scatter([words], broadcast=True)[0]  # a list given alone would be scattered item by item
+    words_f = shared_value(client, words)
     glob_offsets = [int(bounds[p]) for p in range(P)]
     written = [client.submit(_write_part, parts_f[p], folder, p,
                              [glob_offsets[p]] + [int(offsets[j][p]) for j in range(1, order - 1)], arpa, words_f,
