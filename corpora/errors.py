@@ -50,3 +50,13 @@ class NotFittedError(ToolkitError, RuntimeError):
         super().__init__(
             f"This {name} instance is not fitted yet. Call 'fit' with appropriate arguments before using it."
         )
+
+
+class ModelFileError(InputError, OSError):
+    """A model file that is missing or cannot be read, raised by the kenlm-compatible ``Model`` classes:
+    still an :class:`InputError` (the file, the cause, the fix), and an ``OSError`` as kenlm's own
+    ``Model`` raises, so ``except OSError`` code written for kenlm keeps working."""
+
+    @classmethod
+    def from_input_error(cls, e: InputError) -> "ModelFileError":
+        return cls(e.message, path=e.path, line=e.line, fix=e.fix)

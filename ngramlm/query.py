@@ -36,7 +36,7 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from corpora.errors import InputError
+from corpora.errors import InputError, ModelFileError
 from corpora.vocab import BOS_ID, EOS_ID, UNK_ID
 
 from .kenlm.api import FullScoreReturn, State
@@ -59,10 +59,24 @@ class Model:
         if lm is not None:
             lm._check_fitted()
             tables = lm.tables_
-        self.lm = Scorer(tables) if tables is not None else load_any(path)
+        try:
+            self.lm = Scorer(tables) if tables is not None else load_any(path)
+        except ModelFileError:
+            raise
+        except InputError as e:  # missing, unreadable or damaged: an OSError too, as kenlm raises
+            raise ModelFileError.from_input_error(e) from None
         if self.lm.kind_ != "backoff":
             raise InputError(f"a {self.lm.smoother_name_} model is not a back-off model, which the kenlm API scores",
                              path=self.path, fix=f"use a model smoothed with {named_list(backoff_smoothers())}")
+        lp1 = self.lm.log10_prob_[0]
+        if getattr(self.lm, "search", None) is None and BOS_ID < len(lp1) and np.isneginf(lp1[BOS_ID]):
+            # <s> as a word scores what an ARPA file (and so kenlm) gives it, -99, not -inf: kenlm code
+            # that passes "<s> ..." with bos=True gets kenlm's finite total.  The scorer's own tables
+            # (ppl, score) keep the model's -inf; this is one more unigram column, nothing else.
+            lp1 = lp1.copy()
+            lp1[BOS_ID] = -99.0
+            t = self.lm.tables_
+            self.lm = Scorer(t.replace(log10_prob=[lp1] + list(t.log10_prob[1:])))
         self.tables = self.lm.tables_
         self._stoi = self.lm.vocab_.stoi_
         self._tables = None  # the Python state API's dicts, built on its first call

@@ -69,3 +69,48 @@ def test_the_top_help_offers_no_option_that_train_refuses(run_cli):
     code, out, _ = run_cli("--help")
     line = next(x for x in out.splitlines() if x.strip().startswith("train "))
     assert code == 0 and "--model" not in line and "ngramlm neural train" in line
+
+
+@pytest.fixture(scope="module")
+def toy_arpa(tmp_path_factory):
+    from corpora import load_corpus, prepare
+    from corpora.toy import ToyConfig
+    from ngramlm import NgramLM
+    from ngramlm.io.arpa import write_arpa
+
+    ds = prepare(load_corpus("toy", toy_config=ToyConfig(n_train_tokens=20_000, n_valid_tokens=500,
+                                                          n_test_tokens=500)))
+    path = tmp_path_factory.mktemp("kenlm") / "toy3.arpa"
+    write_arpa(NgramLM(order=3).fit(ds["train"], vocab=ds.vocab), path)
+    return path
+
+
+@pytest.mark.parametrize("sentence", ["<s> the </s>", "a <s> b", "<s>"])
+def test_a_literal_sentence_marker_scores_as_kenlm_scores_it(toy_arpa, sentence):
+    """'<s>' as a word gets the -99 an ARPA file gives it (kenlm: a finite total), not -inf."""
+    import math
+
+    import ngramlm
+    import ngramlm.kenlm as ours
+
+    for model in (ours.Model(toy_arpa), ngramlm.Model(toy_arpa)):
+        total = model.score(sentence, bos=True, eos=True)
+        steps = list(model.full_scores(sentence))
+        assert math.isfinite(total) and -110 < min(lp for lp, _, _ in steps) <= -99.0  # -99 plus back-offs
+        assert abs(total - sum(lp for lp, _, _ in steps)) < 1e-3
+    kenlm = pytest.importorskip("kenlm", reason="the kenlm module (kenlm-ex) is the reference")
+    assert abs(kenlm.Model(str(toy_arpa)).score(sentence, bos=True, eos=True) - total) < 1e-3
+
+
+def test_a_missing_or_damaged_model_file_is_an_oserror_as_in_kenlm(tmp_path):
+    import ngramlm
+    import ngramlm.kenlm as ours
+    from corpora.errors import InputError
+
+    bad = tmp_path / "bad.arpa"
+    bad.write_bytes(b"not a model\x00\x01")
+    for path in (tmp_path / "missing.arpa", bad):
+        for cls in (ours.Model, ngramlm.Model):
+            with pytest.raises(OSError) as e:
+                cls(path)
+            assert isinstance(e.value, InputError) and str(path) in str(e.value) and "fix:" in str(e.value)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import os
 
-from corpora.errors import InputError
+from corpora.errors import InputError, ModelFileError
 
 from .. import accel
 from .api import ARPALoadComplain, Config, FullScoreReturn, LoadMethod, State
@@ -61,6 +61,14 @@ class Model:
     _toolkit = None
 
     def __init__(self, path, config: Config | None = None) -> None:
+        try:
+            self._open(path, config)
+        except ModelFileError:
+            raise
+        except InputError as e:  # missing, unreadable or damaged: an OSError too, as kenlm raises
+            raise ModelFileError.from_input_error(e) from None
+
+    def _open(self, path, config: Config | None) -> None:
         config = config or Config()
         self.path = os.path.abspath(os.fspath(path))
         if not _reads_in_place(path):
