@@ -114,3 +114,9 @@ def test_a_missing_or_damaged_model_file_is_an_oserror_as_in_kenlm(tmp_path):
             with pytest.raises(OSError) as e:
                 cls(path)
             assert isinstance(e.value, InputError) and str(path) in str(e.value) and "fix:" in str(e.value)
+
+
+def test_lmplz_prune_spelling_is_answered_with_the_comma_list(run_cli, tmp_path):
+    code, _, err = run_cli("train", "toy", "--order", "3", "--prune", "0", "0", "1", "-o", tmp_path / "m.arpa")
+    assert code == 2 and "--prune 0,0,1" in err and "no such file" not in err
+    assert not (tmp_path / "m.arpa").exists()

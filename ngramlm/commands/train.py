@@ -6,6 +6,7 @@ The command parses and checks its options, fills a :class:`~ngramlm.builder.pipe
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -104,7 +105,7 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
 
     smoothing = canonical_name(smoothing)  # an alias is its smoother's name before any check reads it
     texts, weights = _check_options(texts, output, order_n, as_json, model_type, smoothing, memory, temp_dir,
-                                    dask_address, estimation, compat, weights_spec, tune_dev)
+                                    dask_address, estimation, compat, weights_spec, tune_dev, prune_spec)
     check_order(order)
     if output != "-":
         check_writable(output, what="model file")  # before any work: a bad path fails now, not after training
@@ -135,7 +136,7 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
 
 # ----------------------------------------------------------------------------- the options
 def _check_options(texts, output, order_n, as_json, model_type, smoothing, memory, temp_dir, dask_address,
-                   estimation, compat, weights_spec, tune_dev) -> tuple:
+                   estimation, compat, weights_spec, tune_dev, prune_spec=None) -> tuple:
     """Options that contradict each other, or an lmplz habit that means something else here: a UsageError
     before any work.  Returns the texts (``("-",)`` for piped text) and the weights given."""
     weights = None
@@ -144,6 +145,12 @@ def _check_options(texts, output, order_n, as_json, model_type, smoothing, memor
                                           weights_spec, tune_dev)
     streamed = (len(texts) > 1 and weights is None and tune_dev is None) or memory is not None \
         or temp_dir is not None or dask_address is not None or estimation == "disk"
+    numbers = [t for t in texts if t.isdigit() and not os.path.exists(t)]
+    if prune_spec is not None and numbers:
+        # lmplz habit: `--prune 0 0 1` there; here the list is one argument, and the rest became texts.
+        raise click.UsageError(f"--prune takes its thresholds as one comma-separated list: --prune "
+                               f"{','.join([prune_spec] + numbers)} (lmplz's spelling '--prune {prune_spec} "
+                               f"{' '.join(numbers)}' made {' '.join(numbers)} training texts)")
     if output.isdigit():
         # lmplz habit: `-o 5` is the order there.  Here it would silently name the model "5".
         raise click.UsageError(f"-o/--output is the model file, and '{output}' looks like an n-gram order: "
