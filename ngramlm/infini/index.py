@@ -140,9 +140,11 @@ def padded_tokens(text: EncodedText, dtype) -> np.ndarray:
 
 def write_index_file(path: os.PathLike | str, tokens: np.ndarray, sa: np.ndarray, meta: dict) -> None:
     """One uncompressed ``.npz`` (JSON metadata, tokens, suffix array), written atomically."""
+    from ..io.native import write_npz
+
     with atomic_writer(path) as fh:
-        np.savez(fh, meta=np.frombuffer(json.dumps(meta, ensure_ascii=False).encode("utf-8"), dtype=np.uint8),
-                 tokens=tokens, sa=sa)
+        write_npz(fh, {"meta": np.frombuffer(json.dumps(meta, ensure_ascii=False).encode("utf-8"), dtype=np.uint8),
+                       "tokens": tokens, "sa": sa})
 
 
 def read_index_file(path: os.PathLike | str, *, mmap: bool = True) -> tuple:

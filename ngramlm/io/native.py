@@ -9,6 +9,7 @@ previous model intact.
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
@@ -60,7 +61,7 @@ def save_native(model, path: os.PathLike | str) -> None:
         else:
             arrays[f"count{k}"] = model.counts_[k - 1]
             arrays[f"ctx{k}"] = model.ctx_total_[k - 1]
-    _atomic_savez(path, {"meta": _meta_array(meta), **arrays})
+    save_native_streamed(path, meta, arrays)
 
 
 def native_meta(model, *, order: int, kind: str, smoother_name: str, smoother_params: dict, n_types: int,
@@ -98,10 +99,7 @@ def save_native_streamed(path: os.PathLike | str, meta: dict, members: dict) -> 
     """A native file whose arrays are written a chunk at a time: ``members`` maps a name to an array, or
     to ``(dtype, length, iterable of chunks)``.  The same zip as :func:`save_native` (stored ``.npy``
     members, zip64, in the order given), so it loads -- and memory-maps -- the same; written atomically."""
-    import zipfile
-
-    with atomic_writer(path) as fh, zipfile.ZipFile(fh, mode="w", compression=zipfile.ZIP_STORED,
-                                                   allowZip64=True) as zf:
+    with atomic_writer(path) as fh, _zip_into(fh) as zf:
         for name, value in {"meta": _meta_array(meta), **members}.items():
             with zf.open(name + ".npy", "w", force_zip64=True) as out:
                 if isinstance(value, np.ndarray):
@@ -120,10 +118,27 @@ def save_native_streamed(path: os.PathLike | str, meta: dict, members: dict) -> 
                     raise ValueError(f"member {name}: {written} entries written, {length} declared")
 
 
-def _atomic_savez(path: os.PathLike | str, arrays: dict) -> None:
-    """np.savez straight into the atomic temp file (no in-memory copy of the model)."""
-    with atomic_writer(path) as fh:
-        np.savez(fh, **arrays)
+def write_npz(fh, arrays: dict) -> None:
+    """``np.savez(fh, **arrays)``'s bytes, and a failed write (a full disk) reported once (see :func:`_zip_into`)."""
+    with _zip_into(fh) as zf:
+        for name, value in arrays.items():
+            with zf.open(name + ".npy", "w", force_zip64=True) as out:
+                np.lib.format.write_array(out, np.asanyarray(value), allow_pickle=False)
+
+
+@contextlib.contextmanager
+def _zip_into(fh):
+    """A zip written into ``fh`` (np.savez's layout: stored members, zip64).  When a write fails (a full
+    disk), the atomic writer drops the file and the error is reported once: the zip is let go without
+    finishing it, so that it does not try again when it is collected (``ZipFile.__del__``'s
+    'seek of closed file' after the error)."""
+    zf = zipfile.ZipFile(fh, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True)
+    try:
+        yield zf
+    except BaseException:
+        zf.fp = None  # ZipFile.close() (and __del__) then have nothing to do
+        raise
+    zf.close()
 
 
 def is_native(path: os.PathLike | str) -> bool:
