@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import zipfile
 from pathlib import Path
 from typing import Optional
@@ -107,6 +108,15 @@ def load_checkpoint(path: os.PathLike | str) -> dict:
     try:
         ckpt = torch.load(p, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any failure to read means a corrupt file
+        if "weights only load failed" in str(exc).lower():
+            # Not corrupt: it holds Python objects beyond tensors and plain values, which only unpickling
+            # (running the file's code) could build.  torch's advice to turn the safety off is not repeated.
+            glob = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(exc))
+            raise InputError("the checkpoint holds Python objects besides weights"
+                             + (f" ({glob.group(1)})" if glob else "") + ", and checkpoints are read without "
+                             "running pickled code", path=p,
+                             fix="use a checkpoint written by `ngramlm neural train` (tensors, numbers, strings); "
+                                 "re-save a foreign one as a state_dict with plain values") from None
         lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
         detail = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else type(exc).__name__)
         raise InputError(f"corrupt or truncated checkpoint ({detail[:240]})", path=p,
