@@ -162,3 +162,14 @@ def test_infini_mix_takes_a_checkpoint(checkpoint, texts, tmp_path, run_cli):
     d = json.loads(out)
     assert d["mix"] == str(checkpoint) and d["other"]["tokens"] == d["tokens"]
     assert d["mixture"]["ppl"] <= d["other"]["ppl"] + 1e-9
+
+
+@pytest.mark.parametrize("command", [["score", "{ckpt}", "toy"], ["export-arpa", "{ckpt}", "{tmp}/x.arpa"],
+                                     ["prune", "{ckpt}", "-o", "{tmp}/x.arpa", "--threshold", "1e-7"]])
+def test_an_ngram_command_given_a_checkpoint_says_what_it_is_and_what_to_run(run_cli, checkpoint, tmp_path,
+                                                                            command):
+    args = [a.format(ckpt=checkpoint, tmp=tmp_path) for a in command]
+    code, _, err = run_cli(*args)
+    assert code == 2, err
+    assert "a neural checkpoint" in err and "n-gram model" in err
+    assert "ngramlm ppl MODEL TEXT" in err and not (tmp_path / "x.arpa").exists()

@@ -259,6 +259,13 @@ def _load(p: Path, *, mapped: bool):
 def _read_members(names: set, read, p: Path) -> tuple:
     """(meta, order, kind, arrays) from the members ``names`` (without .npy), ``read(name)`` giving each."""
     if "meta" not in names:
+        from corpora.modelkinds import kind_of
+
+        kind = kind_of(p)  # a registered family (the program registers the neural one) says what it is
+        if kind is not None:
+            raise InputError(f"a {kind.name} checkpoint, not an n-gram model (ARPA, native .npz, KenLM binary)",
+                             path=p, fix="for a neural model use `ngramlm ppl MODEL TEXT` or `ngramlm generate`; "
+                                         "the n-gram tools need a model from `ngramlm train`")
         raise InputError("not an ngramlm model (no metadata); it may be a neural checkpoint or another "
                          "program's file", path=p, fix="pass a model written by `ngramlm train`")
     raw_meta = read("meta")
