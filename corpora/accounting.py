@@ -116,10 +116,23 @@ def _num(x, digits: int = 2) -> str:
     return s[1:] if s.startswith("-") and float(s) == 0 else s  # never "-0.00"
 
 
-def oov_warning(vocab, d: dict):
+def _unspaced_cjk(sentences) -> bool:
+    """Whether most words of (the first 200 of) ``sentences`` are runs of 4+ characters with Chinese or
+    Japanese script in them: text written without spaces, cut on whitespace into a line a word."""
+    import itertools
+    import re
+
+    cjk = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+    sample = [w for s in itertools.islice(sentences, 200) for w in s]
+    long_cjk = sum(1 for w in sample if len(w) >= 4 and cjk.search(w))
+    return bool(sample) and 2 * long_cjk > len(sample)
+
+
+def oov_warning(vocab, d: dict, sentences=None):
     """A warning when more than half the words of a scored text are out of vocabulary, saying what
     ``<unk>`` stands for in this model (else None).  A text of unknown words can score a *low*
-    perplexity -- on PTB every OOV is the frequent training word ``<unk>`` -- which is no result."""
+    perplexity -- on PTB every OOV is the frequent training word ``<unk>`` -- which is no result.
+    With the text's ``sentences`` (token lists), Chinese or Japanese cut on spaces gets a hint."""
     words, oovs = int(d.get("words") or 0), int(d.get("oovs") or 0)
     if not words or 2 * oovs <= words:
         return None
@@ -132,8 +145,13 @@ def oov_warning(vocab, d: dict):
                    "so every OOV is scored as one of those rare words")
     else:
         meaning = f"{unk} never occurred in training, so every OOV gets only the model's share for unseen words"
+    hint = "Check that the text, its tokenizer and its casing match the model's training text."
+    if sentences is not None and _unspaced_cjk(sentences):
+        hint = ("The text looks like Chinese or Japanese written without spaces, so cutting it on whitespace made "
+                "each line one word: use a model trained with --tokenizer char (or cjk), e.g. `ngramlm train "
+                "hongloumeng --tokenizer char`, on text in the same script.")
     return (f"{oovs} of {words} words ({100.0 * oovs / words:.0f} %) are out of vocabulary and scored as {unk}: "
-            f"{meaning}. Check that the text, its tokenizer and its casing match the model's training text.")
+            f"{meaning}. {hint}")
 
 
 def add_bytes(d: dict, n_bytes: Optional[int]) -> dict:

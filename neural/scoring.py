@@ -118,7 +118,7 @@ def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optiona
     })
     from corpora.accounting import oov_warning
 
-    d["warning"] = oov_warning(vocab, d)
+    d["warning"] = oov_warning(vocab, d, sentences)
     if adapt is not None:
         d["adaptation"] = _adaptation(model, vocab, encoded, oov, plain, plain_seconds, adapt,
                                       checkpoint_path=checkpoint_path,
