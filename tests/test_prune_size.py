@@ -169,3 +169,19 @@ def test_cli_bad_input_says_what_and_writes_nothing(run_cli, files, tmp_path, mo
     if "Usage" not in err:
         assert "(fix: " in err
     assert not list(tmp_path.iterdir())
+
+
+def test_the_size_search_says_each_step_while_it_works(run_cli, tmp_path):
+    """A search on a big model takes minutes: each bisection step is a line on stderr."""
+    from ngramlm import NgramLM
+    from ngramlm.io.arpa import write_arpa
+    from corpora import load_corpus, prepare
+
+    ds = prepare(load_corpus("toy"))
+    model = tmp_path / "lm.arpa"
+    write_arpa(NgramLM(order=3).fit(ds["train"], vocab=ds.vocab), model)
+    code, out, err = run_cli("prune", model, "-o", tmp_path / "small.arpa", "--size", "20000")
+    assert code == 0, err
+    steps = [line for line in err.splitlines() if line.strip().startswith("step ")]
+    assert len(steps) >= 3 and "keeps" in steps[0] and "--size 20000" in steps[0]
+    assert "scoring the removal of" in err

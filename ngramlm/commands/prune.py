@@ -52,7 +52,7 @@ def _pruned_model(model, tables, threshold: float, before: list, how: dict):
     return pruned
 
 
-def _write_within(model, scores, limit: int, output: str, *, arpa: bool) -> tuple:
+def _write_within(model, scores, limit: int, output: str, *, arpa: bool, say=None) -> tuple:
     """Prune to the largest model whose file at ``output`` has at most ``limit`` bytes: estimate, write,
     measure, and correct the estimate by what the write showed (aiming lower after a file too big,
     higher after one more than BYTES_SLACK short).  Returns (search, model, bytes, writes)."""
@@ -70,7 +70,7 @@ def _write_within(model, scores, limit: int, output: str, *, arpa: bool) -> tupl
         budget, best, written = limit, None, 0
         for attempt in range(1, MAX_BYTE_ATTEMPTS + 1):
             found = search_threshold(scores, lambda keep: sizes.estimate(keep) <= budget,
-                                     what=f"a file of {limit} bytes")
+                                     what=f"a file of {limit} bytes", progress=say)
             if best is not None and found.threshold == best[0].threshold:
                 break  # the correction moved nothing
             predicted = sizes.estimate(found.keep)
@@ -79,6 +79,8 @@ def _write_within(model, scores, limit: int, output: str, *, arpa: bool) -> tupl
                                    {"max_bytes": limit, "estimated_bytes": predicted})
             save_model(pruned, str(trial))
             written = trial.stat().st_size
+            if say is not None:
+                say(f"try {attempt}: wrote {written:,} bytes ({'within' if written <= limit else 'over'} {limit:,})")
             if written <= limit:
                 if best is None or written > best[2]:
                     os.replace(trial, kept)
@@ -138,9 +140,14 @@ def prune_cmd(model_path, output, max_ngrams, max_bytes, threshold, protect_path
     limit = parse_bytes(max_bytes) if max_bytes is not None else None
     check_writable(output, what="model file")  # a bad path fails now, before any work
     words = read_word_list(protect_path) if protect_path else []
+    def say(message: str) -> None:  # progress on stderr: a search on a big model takes minutes
+        click.echo(f"  {message} ({time.perf_counter() - t0:.1f} s)", err=True)
+
+    say(f"reading {model_path}")
     model = load_any(model_path, ngrams=True)
     evl = read_encoded(eval_text, split="test", data_dir=data_dir, vocab=model.vocab_) if eval_text else None
     before = [int(n) for n in model.n_ngrams_]
+    say(f"scoring the removal of {sum(before[1:]):,} n-grams (relative entropy)")
     scores = prune_scores(model, protect_words=words)
     if scores.unknown_words:
         shown = ", ".join(scores.unknown_words[:5]) + (" ..." if len(scores.unknown_words) > 5 else "")
@@ -156,14 +163,14 @@ def prune_cmd(model_path, output, max_ngrams, max_bytes, threshold, protect_path
         found_threshold, steps = threshold, 0
     elif max_ngrams is not None:
         search = search_threshold(scores, lambda keep: sum(int(m.sum()) for m in keep[1:]) <= max_ngrams,
-                                  what=f"--size {max_ngrams}")
+                                  what=f"--size {max_ngrams}", progress=say)
         pruned = _pruned_model(model, prune_with(model, search.keep), search.threshold, before,
                                {"max_ngrams": max_ngrams})
         save_model(pruned, output)
         found_threshold, steps = search.threshold, search.steps
     else:
         search, pruned, written, attempts = _write_within(model, scores, limit, output,
-                                                          arpa=str(output).endswith(MODEL_SUFFIXES_ARPA))
+                                                          arpa=str(output).endswith(MODEL_SUFFIXES_ARPA), say=say)
         found_threshold, steps = search.threshold, search.steps
     if written is None:
         written = Path(output).stat().st_size

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -104,9 +104,11 @@ class Search:
     steps: int
 
 
-def search_threshold(scores: PruneScores, fits: Callable[[list], bool], *, what: str) -> Search:
+def search_threshold(scores: PruneScores, fits: Callable[[list], bool], *, what: str,
+                     progress: Optional[Callable[[str], None]] = None) -> Search:
     """The smallest threshold whose kept masks ``fits`` (a test that, once true, stays true for every
-    larger threshold), by bisection on log10 of the threshold.  ``what`` names the limit in errors."""
+    larger threshold), by bisection on log10 of the threshold.  ``what`` names the limit in errors;
+    ``progress`` gets a line a step (a search of a big model takes minutes)."""
     everything = keep_masks(scores, 0.0)
     if fits(everything):
         return Search(0.0, everything, 0)
@@ -130,11 +132,16 @@ def search_threshold(scores: PruneScores, fits: Callable[[list], bool], *, what:
     while hi - lo > LOG10_STEP_TOLERANCE and steps < MAX_BISECTION_STEPS:
         mid = 0.5 * (lo + hi)
         masks = keep_masks(scores, 10.0 ** mid)
-        if fits(masks):
+        ok = fits(masks)
+        if ok:
             hi, best = mid, masks
         else:
             lo = mid
         steps += 1
+        if progress is not None:
+            kept = sum(int(np.count_nonzero(m)) for m in masks[1:])
+            progress(f"step {steps}: threshold {10.0 ** mid:.3g} keeps {kept:,} n-grams of orders >= 2 "
+                     f"({'within' if ok else 'over'} {what})")
     return Search(10.0 ** hi, best, steps)
 
 
