@@ -85,9 +85,16 @@ def mix_cmd(models, output, lambdas, dev_text, log_linear, eval_text, data_dir, 
     weights = None
     if lambdas is not None:
         weights = check_weights(parse_weights(lambdas), n_models=len(models))
-    lms = [load_any(p, ngrams=True) for p in models]  # a missing or unreadable file: an error naming it
+    def say(message: str) -> None:  # progress on stderr: a mixture of big models takes minutes
+        click.echo(f"  {message} ({time.perf_counter() - t0:.1f} s)", err=True)
+
+    lms = []
+    for p in models:  # a missing or unreadable file: an error naming it
+        say(f"reading {p}")
+        lms.append(load_any(p, ngrams=True))
     names = list(models)
     check_mixable(lms, names=names)
+    say("indexing the models' n-grams")
     for m in lms:
         m.build_index()  # hash lookups: every union n-gram is scored by every model
     union = union_vocabulary(lms)
@@ -101,7 +108,9 @@ def mix_cmd(models, output, lambdas, dev_text, log_linear, eval_text, data_dir, 
         click.echo(vocab_note, err=True)
     if dev is not None:
         enc, _, where = dev
+        say(f"scoring {where} ({enc.n_words:,} words) with each model")
         comp = np.stack([component_token_log10(m, enc, union=union, index=i) for i, m in enumerate(lms)])
+        say("EM on the weights")
         fit = best_mix(comp)
         weights = fit.weights
         uniform = [1.0 / len(lms)] * len(lms)
@@ -118,8 +127,10 @@ def mix_cmd(models, output, lambdas, dev_text, log_linear, eval_text, data_dir, 
             click.echo(f"lambda {','.join(f'{w:.6f}' for w in weights)}")
             click.echo(f"dev ppl= {dev_ppl:.2f} (dynamic mixture; uniform lambda: {uni_ppl:.2f})")
     result["lambda"] = weights
+    say(f"mixing every n-gram of the {len(lms)} models (the union, each scored by every model)")
     tables = mix_tables(lms, weights=weights, union=union, log_linear=log_linear, names=names)
     mixed = NgramLM.from_tables(tables, order=tables.order, smoothing=None)
+    say(f"writing {output}")
     save_model(mixed, output)
     seconds = time.perf_counter() - t0
     sizes = "/".join(str(n) for n in mixed.n_ngrams_)
