@@ -19,7 +19,7 @@ from types import SimpleNamespace
 # The units' interface version, which each one exports as ``ABI`` (ABI_VERSION in
 # ngramlm/_fast/common.pxd): raised together with it whenever a unit's Python-visible names or
 # arguments change, or a declaration the units share, so that a build of other sources is refused.
-FAST_ABI = 2
+FAST_ABI = 3
 UNITS = ("arpa", "state", "kenlm", "tokens")  # as setup.py builds them
 _REBUILD = "rebuild it: pip install -e . (gcc, python3-dev)"
 

@@ -36,6 +36,34 @@ class TokenScores:
         return len(self.log10_prob)
 
 
+# Padded positions scored at a time: the per-order temporaries of the vectorised scoring (about 80
+# bytes a position) stay a few MB however long the text.  Histories never cross sentences, so a text
+# cut between sentences scores exactly as it does whole.
+SCORE_BATCH = 1 << 15
+
+
+def _batches(pos: np.ndarray, size: int) -> list:
+    """(start, end) slices of a padded stream (``pos``: position in the sentence, 0 at each ``<s>``)
+    of about ``size`` positions each, cut only where a sentence starts; one slice when it is short."""
+    n = len(pos)
+    if n <= size:
+        return [(0, n)]
+    starts = np.flatnonzero(pos == 0)
+    out, a = [], 0
+    while a < n:
+        if n - a <= size:
+            out.append((a, n))
+            break
+        i = int(np.searchsorted(starts, a + size, side="right")) - 1  # the last sentence start within reach
+        b = int(starts[i]) if i >= 0 and starts[i] > a else None
+        if b is None:  # one sentence longer than a batch: it goes whole
+            j = int(np.searchsorted(starts, a, side="right"))
+            b = int(starts[j]) if j < len(starts) else n
+        out.append((a, b))
+        a = b
+    return out
+
+
 def _linked(pos: np.ndarray) -> np.ndarray:
     """True where a padded position continues the previous one's history (same sentence)."""
     linked = np.zeros(len(pos), dtype=bool)
@@ -251,13 +279,22 @@ class Scorer:
         # Scoring never changes the model: the hash index is built by build_index() (ngramlm.Model
         # does it on load); without it lookups are binary searches, faster for a one-off text.
         tokens, pos = padded_stream(text)
-        lp, matched = self._score_padded(tokens, pos)
-        keep = pos > 0  # drop the <s> positions
-        lp = lp[keep]
-        matched = matched[keep]
+        parts = [self._score_kept(tokens[a:b], pos[a:b]) for a, b in _batches(pos, SCORE_BATCH)]
+        if len(parts) == 1:
+            lp, matched = parts[0]
+        else:
+            lp = np.concatenate([p[0] for p in parts])
+            matched = np.concatenate([p[1] for p in parts])
+        del parts
         if oov is None:
             oov = text.ids == UNK_ID if not self.vocab_.n_corpus_unk_ else np.zeros(len(text.ids), dtype=bool)
         return TokenScores(lp, matched, oov, text.starts)
+
+    def _score_kept(self, tokens: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """_score_padded with the <s> positions dropped."""
+        lp, matched = self._score_padded(tokens, pos)
+        keep = pos > 0
+        return lp[keep], matched[keep]
 
     def perplexity_report(self, text: EncodedText, *, oov: Optional[np.ndarray] = None) -> PerplexityReport:
         s = self.token_scores(text, oov=oov)
@@ -368,3 +405,108 @@ class Scorer:
             hist.append(tok)
         return out
 
+
+# ----------------------------------------------------------------------------- compact tables (scoring an ARPA file)
+class SplitKeys:
+    """An order's sorted, unique int64 keys held in half the memory: their low 32 bits (``lo``, uint32)
+    and, for each value ``h`` of the high bits, the first row whose key has it (``bnd[h]``; the last
+    entry is the row count).  :meth:`find` answers what :func:`~ngramlm.counts.lookup` answers on the
+    int64 keys, through the compiled extension."""
+
+    __slots__ = ("bnd", "lo")
+
+    def __init__(self, bnd: np.ndarray, lo: np.ndarray) -> None:
+        self.bnd, self.lo = bnd, lo
+
+    def __len__(self) -> int:
+        return len(self.lo)
+
+    @property
+    def nbytes(self) -> int:
+        return self.bnd.nbytes + self.lo.nbytes
+
+    def find(self, queries: np.ndarray) -> np.ndarray:
+        from . import accel
+
+        return accel.fast.split_find(self.bnd, self.lo, np.ascontiguousarray(queries, dtype=np.int64))
+
+    def to_array(self) -> np.ndarray:
+        """The int64 keys themselves."""
+        high = np.repeat(np.arange(len(self.bnd) - 1, dtype=np.int64), np.diff(self.bnd))
+        return (high << 32) | self.lo.astype(np.int64)
+
+
+class PackedColumn:
+    """An order's log10 values, each in 4 bytes (``codes``, uint32: an integer of up to 26 bits, a power
+    of ten and the sign, as the compiled ARPA reader parsed the number's text) and unpacked by the
+    division that parsed it, so ``column[rows]`` is the float64 array the usual tables give, to the bit."""
+
+    __slots__ = ("codes",)
+
+    def __init__(self, codes: np.ndarray) -> None:
+        self.codes = codes
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    @property
+    def nbytes(self) -> int:
+        return self.codes.nbytes
+
+    def __getitem__(self, rows) -> np.ndarray:
+        from . import accel
+
+        rows = np.asarray(rows)
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        return accel.fast.packed_take(self.codes, np.ascontiguousarray(rows, dtype=np.int64))
+
+    def to_array(self) -> np.ndarray:
+        from . import accel
+
+        return accel.fast.packed_take(self.codes)
+
+
+class BookColumn:
+    """An order's log10 values as 2-byte places (``index``, uint16) in a book of the distinct values
+    (``book``, float64): for back-off weights, which repeat a lot.  ``column[rows]`` is
+    ``book[index[rows]]``, the float64 array the usual tables give."""
+
+    __slots__ = ("book", "index")
+
+    def __init__(self, book: np.ndarray, index: np.ndarray) -> None:
+        self.book, self.index = book, index
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @property
+    def nbytes(self) -> int:
+        return self.book.nbytes + self.index.nbytes
+
+    def __getitem__(self, rows) -> np.ndarray:
+        return self.book[self.index[rows]]
+
+    def to_array(self) -> np.ndarray:
+        return self.book[self.index]
+
+
+class CompactScorer(Scorer):
+    """A scorer over compact tables (:class:`SplitKeys`, :class:`PackedColumn`, :class:`BookColumn`, from
+    :func:`ngramlm.io.arpa.read_arpa_compact`): what ``ngramlm ppl`` and ``score`` hold for an ARPA file,
+    under half the memory of the float64/int64 tables, with every lookup and value the same, so every
+    score is.  It scores (``token_scores``, ``perplexity_report``, ``log10_prob``, ``next_probs``); what
+    needs the tables as arrays (writing, pruning, the compiled index) takes the model from ``load_any``."""
+
+    def _find(self, k: int, queries: np.ndarray) -> np.ndarray:
+        keys = self.keys_[k - 1]
+        return keys.find(queries) if isinstance(keys, SplitKeys) else lookup(keys, queries)
+
+    def build_index(self) -> "CompactScorer":
+        return self  # the split keys are searched as they are
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the keys and values."""
+        t = self.tables_
+        return sum(int(getattr(a, "nbytes", 0)) for col in (t.keys, t.log10_prob, t.log10_backoff) for a in col)

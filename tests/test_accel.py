@@ -376,7 +376,8 @@ def test_a_full_disk_while_writing_arpa_leaves_no_file(toy, tmp_path, monkeypatc
 # The compiled extension is one package of units (ngramlm/_fast), loaded and checked once by accel.
 # Every public name the single module had, by the unit that holds it now.
 UNIT_NAMES = {
-    "arpa": {"WordTable", "section_end", "parse_unigrams", "parse_section", "write_section", "through_text7"},
+    "arpa": {"WordTable", "section_end", "parse_unigrams", "parse_section", "write_section", "through_text7",
+             "PackedBook", "parse_packed", "split_find", "packed_take"},
     "state": {"KeyIndex", "State", "Tables"},
     "kenlm": {"ProbingTables", "TrieTables", "probing_insert", "or_bits", "quant_encode", "murmur_hash64a"},
     "tokens": {"Spooler", "sa_count_many", "sa_range", "sa_infini"},

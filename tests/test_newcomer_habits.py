@@ -120,3 +120,73 @@ def test_lmplz_prune_spelling_is_answered_with_the_comma_list(run_cli, tmp_path)
     code, _, err = run_cli("train", "toy", "--order", "3", "--prune", "0", "0", "1", "-o", tmp_path / "m.arpa")
     assert code == 2 and "--prune 0,0,1" in err and "no such file" not in err
     assert not (tmp_path / "m.arpa").exists()
+
+
+def test_ppl_counts_ptbs_literal_unk_alike_for_every_model_format(run_cli, tmp_path, shared_corpora):
+    """PTB's <unk> is a word of the corpus: the ARPA, native and KenLM binary files of one model report the
+    same OOVs (0) and perplexity, though a binary cannot record that its training text had <unk>."""
+    import json
+
+    arpa = tmp_path / "ptb2.arpa"
+    code, _, err = run_cli("train", "ptb", "--data-dir", shared_corpora, "--order", "2", "-o", arpa)
+    assert code == 0, err
+    reports = []
+    for kind in ("probing", "trie"):
+        code, _, err = run_cli("build-binary", kind, arpa, tmp_path / f"ptb2.{kind}")
+        assert code == 0, err
+    for model in (arpa, tmp_path / "ptb2.probing", tmp_path / "ptb2.trie"):
+        code, out, err = run_cli("ppl", model, "ptb", "--data-dir", shared_corpora, "--json")
+        assert code == 0, err
+        reports.append(json.loads(out))
+    assert {r["oovs"] for r in reports} == {0}
+    assert len({round(r["ppl"], 4) for r in reports}) == 1
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/dev/full"), reason="needs /dev/full (Linux) for a full disk")
+def test_a_full_disk_on_a_native_write_is_one_error_and_no_zip_noise(tmp_path):
+    """/dev/full fails every write with ENOSPC: the error is reported once, with no 'Exception ignored in
+    ZipFile.__del__' after it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, str(root / "cli.py"), "train", "toy", "--order", "2", "-o", "/dev/full"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert "No space left on device" in r.stderr and "fix:" in r.stderr
+    assert "Exception ignored" not in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_checkpoint_with_pickled_objects_is_refused_as_such_not_called_corrupt(run_cli, tmp_path):
+    """torch's weights-only load refuses any pickled object: the message says what is in the file and does
+    not repeat torch's advice to turn that safety off."""
+    import argparse
+
+    torch = pytest.importorskip("torch")
+    from neural.checkpoint import FORMAT, FORMAT_VERSION
+
+    path = tmp_path / "foreign.pt"
+    torch.save({"format": FORMAT, "version": FORMAT_VERSION, "args": argparse.Namespace(lr=1.0)}, path)
+    code, _, err = run_cli("neural", "ppl", path, "toy")
+    assert code == 2 and "holds Python objects besides weights (argparse.Namespace)" in err
+    assert "corrupt" not in err and "weights_only=False" not in err and "fix:" in err
+
+
+def test_unspaced_chinese_gets_a_tokenizer_hint_not_just_an_oov_count(run_cli, tmp_path, toy_model):
+    text = tmp_path / "zh.txt"
+    text.write_text("他说今天天气很好\n我们去公园散步吧\n", encoding="utf-8")
+    code, out, err = run_cli("ppl", toy_model, text)
+    assert code == 0, err
+    assert "2 of 2 words (100 %) are out of vocabulary" in out + err and "--tokenizer char" in out + err
+    english = tmp_path / "en.txt"
+    english.write_text("zzq qqz\nxxv vvx\n", encoding="utf-8")
+    code, out, err = run_cli("ppl", toy_model, english)
+    assert "are out of vocabulary" in out + err and "--tokenizer char" not in out + err
+
+
+def test_mix_best_mix_says_what_it_is_doing(run_cli, tmp_path, toy_arpa):
+    code, _, err = run_cli("mix", toy_arpa, toy_arpa, "-o", tmp_path / "mix.arpa", "--best-mix", "toy")
+    assert code == 0, err
+    for step in ("reading", "scoring toy:valid", "EM on the weights", "mixing every n-gram", "writing"):
+        assert step in err, step

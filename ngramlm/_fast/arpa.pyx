@@ -4,6 +4,10 @@
 * Sections parsed straight from the file's bytes (no str per line or per word): words to ids
   through an open-addressing table over the unigram spellings, numbers by Clinger's fast path or
   ``strtod``.  Anything unusual returns None and the careful Python parser reports the exact line.
+* For ``ngramlm ppl``/``score`` (``parse_packed``): sections of a file in key order read a chunk of
+  lines at a time into compact tables -- keys split into 32-bit halves, numbers packed into 4 bytes
+  (or back-offs into 2-byte places in a ``PackedBook``) -- from which ``split_find`` and
+  ``packed_take`` give exactly the rows and doubles of the usual tables.
 * Sections written from the tables, one line at a time into a buffer handed to a file in chunks;
   an n-gram's words come from walking its context rows up the trie.
 * ``through_text7``: the float32 a value becomes when printed as ARPA text and read back (what a
@@ -11,7 +15,7 @@
 """
 from libc.stdlib cimport malloc, free, strtod, strtof
 from libc.string cimport memcpy, memcmp, memset
-from libc.stdint cimport int64_t, uint64_t, int32_t, uint32_t, uint8_t
+from libc.stdint cimport int64_t, uint64_t, int32_t, uint32_t, uint16_t, uint8_t
 from libc.math cimport isfinite, fabs, floor, log10, nextafterf, copysign
 from libc.stdio cimport snprintf
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
@@ -22,7 +26,8 @@ from .state cimport _KeyHash
 include "lazy_numpy.pxi"
 
 ABI = ABI_VERSION
-__all__ = ["WordTable", "section_end", "parse_unigrams", "parse_section", "write_section", "through_text7"]
+__all__ = ["WordTable", "section_end", "parse_unigrams", "parse_section", "write_section", "through_text7",
+           "PackedBook", "parse_packed", "split_find", "packed_take"]
 
 
 # ----------------------------------------------------------------------------- word spellings -> ids
@@ -97,10 +102,26 @@ cdef inline bint _is_sep(char c) noexcept nogil:
     return c == b' ' or c == b'\t'
 
 
-cdef double POW10[23]
+cdef double POW10[32]  # 23 .. 31: only so that no 5-bit exponent of _unpack reads past the end
 POW10[0] = 1.0
-for _i in range(1, 23):
+for _i in range(1, 32):
     POW10[_i] = POW10[_i - 1] * 10.0  # exact: every power of ten up to 1e22 is a double
+
+
+# Packed numbers (parse_packed, packed_take): a value the fast path below computes as M / 10^e (M < 2^26,
+# 0 <= e <= 22) is held as sign << 31 | e << 26 | M, and unpacked by that same division -- the same
+# double, in 4 bytes instead of 8.  e never exceeds 22, so PACK_NONE is no packed number.
+cdef uint32_t PACK_NONE = 0xFFFFFFFFu
+cdef uint64_t PACK_MANT = 1 << 26
+
+cdef enum:
+    BOOK_MAX = 1 << 16  # PackedBook: places fit a uint16
+    BOOK_SLOTS = 1 << 17
+
+
+cdef inline double _unpack(uint32_t c) noexcept nogil:
+    cdef double v = <double>(c & 0x3FFFFFFu) / POW10[(c >> 26) & 31]
+    return -v if c >> 31 else v
 
 
 cdef inline bint _digit(char c) noexcept nogil:
@@ -127,14 +148,19 @@ cdef inline const char* _digits(const char* q, const char* end, uint64_t* mant, 
     return q
 
 
-cdef inline const char* _number(const char* p, const char* end, double* out) noexcept nogil:
+cdef inline const char* _number(const char* p, const char* end, double* out, uint32_t* code) noexcept nogil:
     """Parse one decimal number ending at a separator or line end; NULL if it is not one.
 
     Clinger's fast path: with at most 15 significant digits and a power of ten within 1e+-22 both
     the digits and the power are exact doubles, so one multiply or divide is correctly rounded --
     the same double as Python's float() and strtod, about ten times faster.  Anything else goes to
     strtod.  Forms Python accepts but this does not (inf, nan, 1_000) return NULL, and the careful
-    parser decides."""
+    parser decides.
+
+    ``code`` (unless NULL) gets the number's packed form (see ``PACK_NONE``): where the fast path
+    computed it as an integer of at most 26 bits over a power of ten up to 1e22, that integer, the
+    power and the sign in 32 bits, which ``_unpack`` turns back into the same double by the same
+    division; PACK_NONE otherwise."""
     cdef const char* q = p
     cdef bint neg = False, any_digit = False, eneg = False
     cdef uint64_t mant = 0
@@ -172,7 +198,14 @@ cdef inline const char* _number(const char* p, const char* end, double* out) noe
         else:
             v = v * POW10[exp10]
         out[0] = -v if neg else v
+        if code != NULL:
+            if exp10 <= 0 and mant < PACK_MANT:
+                code[0] = (<uint32_t>neg << 31) | (<uint32_t>(-exp10) << 26) | <uint32_t>mant
+            else:
+                code[0] = PACK_NONE
         return q
+    if code != NULL:
+        code[0] = PACK_NONE
     if q - p >= 63:
         return NULL
     memcpy(tmp, p, q - p)  # strtod needs a terminator the buffer does not have
@@ -299,7 +332,7 @@ cdef object _parse(bytes buf, Py_ssize_t start, Py_ssize_t end, int k, Py_ssize_
             continue
         if row >= expected:
             return None
-        p = _number(p, e, &prob)
+        p = _number(p, e, &prob, NULL)
         if p == NULL or prob > 0:
             return None
         for j in range(k):
@@ -352,7 +385,7 @@ cdef object _parse(bytes buf, Py_ssize_t start, Py_ssize_t end, int k, Py_ssize_
             if p < e and p[0] != b'\n':
                 if top:
                     return None
-                p = _number(p, e, &bo)
+                p = _number(p, e, &bo, NULL)
                 if p == NULL:
                     return None
                 while p < e and _is_sep(p[0]):
@@ -368,6 +401,326 @@ cdef object _parse(bytes buf, Py_ssize_t start, Py_ssize_t end, int k, Py_ssize_
     if words is None:
         return probs_a, bos_a, wstart_a, wlen_a
     return probs_a, bos_a, keys_a
+
+
+# ----------------------------------------------------------------------------- compact reading (ppl on an ARPA file)
+# For a caller that only scores, an ARPA file in key order (this toolkit's) read a chunk of lines at a
+# time into a compact form of the same tables: each order's sorted keys split into their low 32 bits
+# (uint32) and the rows where each value of the high bits starts; numbers packed into 4 bytes where
+# they fit exactly (``_number``), back-offs as places in a PackedBook, doubles where a number does not
+# pack.  Every lookup and every value is the one the float64/int64 tables give.
+
+cdef inline int64_t _split_seek(const int64_t* bnd, Py_ssize_t nb, const uint32_t* lo, Py_ssize_t* cur,
+                                int64_t q) noexcept nogil:
+    """Row of key ``q`` (>= 0) in split keys (-1 if absent): its high bits pick the rows
+    [bnd[h], bnd[h+1]), searched for its low 32 bits -- galloping from the cursor where it lies in
+    those rows (files in key order move forward by a little), else by bisection."""
+    cdef int64_t h = q >> 32
+    cdef uint32_t x = <uint32_t>q  # the low 32 bits
+    cdef Py_ssize_t a, b, lo_i, hi_i, step = 1, mid
+    if h + 1 >= nb:
+        return -1
+    a = bnd[h]
+    b = bnd[h + 1]
+    if a >= b:
+        return -1
+    lo_i = cur[0]
+    if lo_i < a or lo_i >= b or lo[lo_i] > x:
+        lo_i = a
+        hi_i = b
+    else:
+        while lo_i + step < b and lo[lo_i + step] <= x:
+            lo_i += step
+            step <<= 1
+        hi_i = lo_i + step if lo_i + step < b else b
+    if lo[lo_i] > x:
+        return -1
+    while hi_i - lo_i > 1:
+        mid = (lo_i + hi_i) >> 1
+        if lo[mid] <= x:
+            lo_i = mid
+        else:
+            hi_i = mid
+    if lo[lo_i] == x:
+        cur[0] = lo_i
+        return lo_i
+    return -1
+
+
+cdef void* _ptr(object arr, Py_ssize_t itemsize, Py_ssize_t at_least) except? NULL:
+    """The data of a contiguous numpy array of ``itemsize``-byte items, at least ``at_least`` of them
+    (NULL for None or an empty one); ValueError for any other."""
+    cdef const unsigned char[::1] mv
+    if arr is None:
+        return NULL
+    if arr.dtype.itemsize != itemsize or arr.ndim != 1 or len(arr) < at_least:
+        raise ValueError("parse_packed: an output array of the wrong type or size")
+    mv = arr.view(np.uint8)
+    if mv.shape[0] == 0:
+        return NULL
+    return <void*>&mv[0]
+
+
+cdef class PackedBook:
+    """The distinct packed numbers of a column as it is read (at most 65536, in order of first
+    appearance), so that each row holds its number's place among them in 2 bytes: back-off weights
+    repeat a lot (PTB 5-gram: a few thousand distinct among 700k)."""
+
+    cdef int32_t* slot  # open addressing over the codes: place in ``codes``, -1 empty
+    cdef uint32_t* codes
+    cdef public Py_ssize_t size
+
+    def __cinit__(self):
+        cdef Py_ssize_t i
+        self.slot = <int32_t*>malloc(BOOK_SLOTS * sizeof(int32_t))
+        self.codes = <uint32_t*>malloc(BOOK_MAX * sizeof(uint32_t))
+        if self.slot == NULL or self.codes == NULL:
+            raise MemoryError()
+        for i in range(BOOK_SLOTS):
+            self.slot[i] = -1
+        self.size = 0
+
+    def __dealloc__(self):
+        free(self.slot)
+        free(self.codes)
+
+    cdef inline int32_t add(self, uint32_t c) noexcept nogil:
+        """The place of ``c`` (added where new); -1 when the book is full."""
+        cdef uint64_t h = ((<uint64_t>c * FIB) >> 40) & (BOOK_SLOTS - 1)
+        while self.slot[h] >= 0:
+            if self.codes[self.slot[h]] == c:
+                return self.slot[h]
+            h = (h + 1) & (BOOK_SLOTS - 1)
+        if self.size == BOOK_MAX:
+            return -1
+        self.slot[h] = <int32_t>self.size
+        self.codes[self.size] = c
+        self.size += 1
+        return self.slot[h]
+
+    def array(self):
+        """The book's packed numbers (uint32), by place."""
+        out_a = np.empty(self.size, dtype=np.uint32)
+        cdef uint32_t[::1] out = out_a
+        cdef Py_ssize_t i
+        for i in range(self.size):
+            out[i] = self.codes[i]
+        return out_a
+
+
+def parse_packed(bytes buf, Py_ssize_t start, Py_ssize_t end, int k, bint top, WordTable words, list lower,
+                 int64_t V, object lo_out, object bnd_out, object lp_codes, object lp_wide, object bo_index,
+                 PackedBook bo_book, object bo_codes, object bo_wide, Py_ssize_t row, int64_t prev_key):
+    """Lines [start, end) of the k-gram section (k >= 2), whole lines, into the compact columns from
+    row ``row`` on.  ``lower[j - 1]`` is order j's split keys as (bnd, lo) (j = 2 .. k-1), which the
+    context walk searches; ``lo_out``/``bnd_out`` receive this order's (bnd_out[h] is set for every
+    high part up to the last key's); ``lp_codes`` (uint32) or ``lp_wide`` (float64) receive the
+    probabilities, one of them None; the back-offs go to ``bo_index`` (uint16 places in ``bo_book``),
+    ``bo_codes`` or ``bo_wide``, one of them given (none at the highest order).  ``prev_key`` is the
+    key of the row before (-1 at the first).
+
+    Returns (status, rows, pos, prev_key): status 0 when every line is read; 1 (2) when the line at
+    ``pos`` has a probability (back-off) that does not pack -- the caller widens that column to
+    float64 and goes on from ``pos``; 3 when the book is full -- the caller turns the back-offs into
+    codes and goes on; -1 when anything is unusual (a field, a number, an unknown word
+    or context, keys not in increasing order, more rows than ``lo_out`` holds): the caller then reads
+    the file the usual way, whose careful parser names the line."""
+    cdef const char* b = PyBytes_AS_STRING(buf)
+    cdef const char* p = b + start
+    cdef const char* e = b + end
+    cdef const char* line
+    cdef const char* w
+    cdef double prob, bo
+    cdef uint32_t code
+    cdef int j
+    cdef int64_t wid, ctx, key, h, last_h
+    cdef Py_ssize_t expected = len(lo_out), nb_out = len(bnd_out)
+    cdef uint32_t* lo_p = <uint32_t*>_ptr(lo_out, 4, 0)
+    cdef int64_t* bnd_p = <int64_t*>_ptr(bnd_out, 8, 1)
+    cdef uint32_t* lpc = <uint32_t*>_ptr(lp_codes, 4, expected)
+    cdef double* lpw = <double*>_ptr(lp_wide, 8, expected)
+    cdef uint16_t* boi = <uint16_t*>_ptr(bo_index, 2, expected)
+    cdef uint32_t* boc = <uint32_t*>_ptr(bo_codes, 4, expected)
+    cdef double* bow = <double*>_ptr(bo_wide, 8, expected)
+    cdef int32_t place
+    cdef bint has_bo = not top
+    cdef const char* ws[MAX_ORDER]
+    cdef Py_ssize_t wl[MAX_ORDER]
+    cdef const char* pws[MAX_ORDER]
+    cdef Py_ssize_t pwl[MAX_ORDER]
+    cdef int64_t prow[MAX_ORDER]
+    cdef const int64_t* sb[MAX_ORDER]
+    cdef Py_ssize_t snb[MAX_ORDER]
+    cdef const uint32_t* slo[MAX_ORDER]
+    cdef Py_ssize_t cur[MAX_ORDER]
+    cdef bint same
+    cdef int status = 0
+    if k < 2 or k > MAX_ORDER or bnd_p == NULL:
+        return -1, row, start, prev_key
+    if expected and (lo_p == NULL or (lpc == NULL) == (lpw == NULL)):
+        return -1, row, start, prev_key
+    if has_bo and (boi != NULL) + (boc != NULL) + (bow != NULL) != 1 and expected:
+        return -1, row, start, prev_key
+    if boi != NULL and bo_book is None:
+        return -1, row, start, prev_key
+    for j in range(MAX_ORDER):
+        pwl[j] = -1
+        cur[j] = 0
+    for j in range(1, k - 1):  # order j + 1
+        bnd_j, lo_j = lower[j]
+        snb[j] = len(bnd_j)
+        sb[j] = <const int64_t*>_ptr(bnd_j, 8, 1)
+        slo[j] = <const uint32_t*>_ptr(lo_j, 4, bnd_j[len(bnd_j) - 1])
+    last_h = -1 if prev_key < 0 else prev_key >> 32
+    with nogil:
+        while p < e:
+            if p[0] == b'\n':  # blank line
+                p += 1
+                continue
+            line = p
+            if row >= expected:
+                break
+            p = _number(p, e, &prob, &code)
+            if p == NULL or prob > 0:
+                break
+            if lpc != NULL and code == PACK_NONE:
+                status = 1
+                break
+            if lpc != NULL:
+                lpc[row] = code
+            else:
+                lpw[row] = prob
+            for j in range(k):
+                if p >= e or not _is_sep(p[0]):
+                    break
+                while p < e and _is_sep(p[0]):
+                    p += 1
+                w = p
+                while p < e and not _is_sep(p[0]) and p[0] != b'\n':
+                    p += 1
+                if p == w:
+                    break
+                ws[j] = w
+                wl[j] = p - w
+            else:
+                j = k
+            if j < k:
+                p = NULL
+                break
+            # As in _parse: a prefix shared with the previous line keeps its rows.
+            same = True
+            for j in range(k - 1):
+                if same and wl[j] == pwl[j] and memcmp(ws[j], pws[j], wl[j]) == 0:
+                    continue
+                same = False
+                wid = words._find(ws[j], wl[j])
+                if wid < 0:
+                    break
+                if j == 0:
+                    prow[0] = wid
+                else:
+                    prow[j] = _split_seek(sb[j], snb[j], slo[j], &cur[j], prow[j - 1] * V + wid)
+                    if prow[j] < 0:
+                        break
+                pws[j] = ws[j]
+                pwl[j] = wl[j]
+            else:
+                j = k
+            if j < k:
+                p = NULL
+                break
+            ctx = prow[k - 2]
+            wid = words._find(ws[k - 1], wl[k - 1])
+            if wid < 0:
+                p = NULL
+                break
+            key = ctx * V + wid
+            if key <= prev_key:  # not in key order (or a duplicate): the usual reader sorts
+                p = NULL
+                break
+            h = key >> 32
+            if h + 1 >= nb_out:
+                p = NULL
+                break
+            while last_h < h:
+                last_h += 1
+                bnd_p[last_h] = row
+            lo_p[row] = <uint32_t>key  # its low 32 bits
+            bo = 0.0
+            code = 0
+            if p < e and _is_sep(p[0]):
+                while p < e and _is_sep(p[0]):
+                    p += 1
+                if p < e and p[0] != b'\n':
+                    if top:
+                        p = NULL
+                        break
+                    p = _number(p, e, &bo, &code)
+                    if p == NULL:
+                        break
+                    while p < e and _is_sep(p[0]):
+                        p += 1
+            if p < e and p[0] != b'\n':
+                p = NULL
+                break
+            if has_bo:
+                if (boc != NULL or boi != NULL) and code == PACK_NONE:
+                    status = 2
+                    break
+                if boi != NULL:
+                    place = bo_book.add(code)
+                    if place < 0:
+                        status = 3
+                        break
+                    boi[row] = <uint16_t>place
+                elif boc != NULL:
+                    boc[row] = code
+                else:
+                    bow[row] = bo
+            p += 1
+            prev_key = key
+            row += 1
+    if status > 0:  # widen a column, then go on from this line
+        return status, row, line - b, prev_key
+    if p == NULL or p < e:
+        return -1, row, start, prev_key
+    return 0, row, end, prev_key
+
+
+def split_find(const int64_t[::1] bnd, const uint32_t[::1] lo, const int64_t[::1] queries):
+    """Row of each query in split keys (-1 if absent or negative): the scorer's lookup."""
+    cdef Py_ssize_t i, n = queries.shape[0], nb = bnd.shape[0], cur = 0
+    out_a = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] out = out_a
+    if lo.shape[0] == 0 or nb < 2:
+        out_a.fill(-1)
+        return out_a
+    with nogil:
+        for i in range(n):
+            out[i] = -1 if queries[i] < 0 else _split_seek(&bnd[0], nb, &lo[0], &cur, queries[i])
+    return out_a
+
+
+def packed_take(const uint32_t[::1] codes, object rows=None):
+    """The doubles of packed numbers: ``codes[rows]`` (rows >= 0), or all of them."""
+    cdef Py_ssize_t i, n
+    cdef const int64_t[::1] r
+    cdef bint every = rows is None
+    if every:
+        n = codes.shape[0]
+    else:
+        r = rows
+        n = r.shape[0]
+    out_a = np.empty(n, dtype=np.float64)
+    cdef double[::1] out = out_a
+    with nogil:
+        if every:
+            for i in range(n):
+                out[i] = _unpack(codes[i])
+        else:
+            for i in range(n):
+                out[i] = _unpack(codes[r[i]])
+    return out_a
 
 
 # ----------------------------------------------------------------------------- ARPA writing

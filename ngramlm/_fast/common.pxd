@@ -12,7 +12,7 @@ from libc.stdint cimport int64_t, uint64_t, uint32_t, uint8_t
 cdef enum:
     # Raise together with ngramlm.accel.FAST_ABI whenever a unit's Python-visible names or arguments
     # change, or a declaration the units share (this file, state.pxd).
-    ABI_VERSION = 2
+    ABI_VERSION = 3
     MAX_ORDER = 12
 
 cdef extern from *:

@@ -18,12 +18,23 @@ def load_sentences(source: str, *, split: str, data_dir: Optional[str], tokenize
     return src.sentences, src.tokenizer, src.description
 
 
-def load_model(path: str, *, ngrams: bool = False):
+def load_model(path: str, *, ngrams: bool = False, compact: bool = False):
     """A native model, an ARPA file (plain or gzip) or a KenLM binary, recognised by content; never a
-    pickle.  ``ngrams=True``: the caller needs the n-grams listed (a probing binary is refused)."""
+    pickle.  ``ngrams=True``: the caller needs the n-grams listed (a probing binary is refused);
+    ``compact=True``: the caller only scores (an ARPA file may come back as compact tables)."""
     from ngramlm.loading import load_any
 
-    return load_any(path, ngrams=ngrams)
+    kind = other_kind(path)
+    if kind is not None:  # a neural checkpoint given to an n-gram command: say which and what to run
+        import click
+
+        ctx = click.get_current_context(silent=True)
+        command = f"`{ctx.command_path}`" if ctx is not None else "this command"
+        raise InputError(f"a {kind.name} checkpoint, and {command} reads n-gram models (ARPA, native .npz, KenLM "
+                         "binary)", path=path,
+                         fix="for a neural model use `ngramlm ppl MODEL TEXT` (perplexity) or `ngramlm generate`; "
+                             "ARPA and the n-gram tools need a model from `ngramlm train`")
+    return load_any(path, ngrams=ngrams, compact=compact)
 
 
 def check_tokenizer(model, text_spec, model_path) -> None:

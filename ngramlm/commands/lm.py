@@ -18,7 +18,9 @@ from .common import check_tokenizer, load_model, other_kind
 
 # ----------------------------------------------------------------------------- ppl / score
 def _prepare_text(model_path, text, split, data_dir, tokenizer, lower, normalize):
-    lm = load_model(model_path)
+    # Only scored: an ARPA file is read into the compact tables (same scores, half the memory, the
+    # file's text never held whole).
+    lm = load_model(model_path, compact=True)
     spec = tokenizer_spec(tokenizer, lower, normalize, base=None)
     check_tokenizer(lm, spec, model_path)
     spec = spec or lm.vocab_.tokenizer
@@ -26,7 +28,31 @@ def _prepare_text(model_path, text, split, data_dir, tokenizer, lower, normalize
 
     src = read_text_source(text, split=split, data_dir=data_dir, tokenizer=spec)
     enc, oov = lm.encode(src.sentences)
+    oov = _literal_unk_of_the_corpus(lm, model_path, src, enc, oov)
     return lm, src.sentences, enc, oov, src
+
+
+def _literal_unk_of_the_corpus(lm, model_path, src, enc, oov):
+    """A KenLM binary cannot record that its training text used ``<unk>`` as a word (an ARPA or native
+    file of this toolkit does): for a named corpus whose text has its unknown-word token as a literal
+    word (PTB), that token is then a word, not an OOV -- one accounting whatever the model's format."""
+    import numpy as np
+
+    from corpora.registry import REGISTRY
+    from corpora.vocab import UNK_ID
+
+    from ngramlm.kenlm.format import looks_like_kenlm_binary
+
+    if src.corpus not in REGISTRY or lm.vocab_.n_corpus_unk_ or not oov.any():
+        return oov
+    if REGISTRY[src.corpus].unk_token != lm.vocab_.unk_token or not looks_like_kenlm_binary(model_path):
+        return oov
+    # The OOV flags of the corpus's own token: where the id is <unk> and the word is the token itself.
+    words = [w for s in src.sentences for w in s + ["</s>"]]
+    literal = (enc.ids == UNK_ID) & np.fromiter((w == lm.vocab_.unk_token for w in words), dtype=bool,
+                                                count=len(words))
+    lm.vocab_.n_corpus_unk_ = int(literal.sum())  # the report's note then says <unk> is a word of the corpus
+    return oov & ~literal
 
 
 
@@ -50,14 +76,17 @@ def ppl_cmd(model_path, text, split, data_dir, as_json, tokenizer, lower, normal
 
     from ..io.arpa import UNRECORDED
 
+    n_bytes, description = src.n_bytes, src.description
+    sample = sents[:200]  # for the OOV warning's look at the script
+    del sents, src  # the text's words as strings: encoded, they are not needed while scoring
     r = lm.perplexity_report(enc, oov=oov)
-    d = add_bytes(r.to_dict(), src.n_bytes)
-    d.update({"model": str(model_path), "text": src.description, "order": lm.order_, "smoothing": lm.smoother_name_,
+    d = add_bytes(r.to_dict(), n_bytes)
+    d.update({"model": str(model_path), "text": description, "order": lm.order_, "smoothing": lm.smoother_name_,
               "describe": f"{lm.order_}-gram {lm.smoother_name_}" if lm.smoother_name_ != UNRECORDED else
               f"{lm.order_}-gram, smoothing not recorded in the file"})
     from corpora.accounting import oov_warning
 
-    d["warning"] = oov_warning(lm.vocab_, d)
+    d["warning"] = oov_warning(lm.vocab_, d, sample)
     if as_json:
         click.echo(json.dumps(d, indent=2))
         return

@@ -827,3 +827,232 @@ def _read_arpa_fast(raw: bytes, path, *, unk_token: str = "<unk>", bos_token: st
             index[k - 1] = fast.KeyIndex(keys)
     recorded = _apply_meta(head, len(head), vocab, path)  # last, as in the careful parser: errors in its order
     return arpa_tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded, uni_words=uni_words)
+
+
+# ----------------------------------------------------------------------------- compact reading (ppl, score)
+_STREAM_BLOCK = 1 << 20  # the compact reader reads this much of the file at a time
+_GZIP_RATIO = 1032  # deflate expands at most ~1032-fold: a bound on a gzip file's text
+
+
+class _Unusual(Exception):
+    """What the compact reader leaves to the usual one (which reports any error with its line)."""
+
+
+class _BlockReader:
+    """A file's bytes (gunzipped where they are gzip) a block of whole lines at a time: the text is
+    never held whole.  Raises :class:`_Unusual` at a carriage return, as the compiled reader's layout
+    check returns None on one."""
+
+    def __init__(self, fh) -> None:
+        self.fh, self.buf, self.pos, self.eof = fh, b"", 0, False
+
+    def fill(self) -> bool:
+        """Append a block to the unread bytes; False at the end of the file."""
+        if self.eof:
+            return False
+        data = self.fh.read(_STREAM_BLOCK)
+        if not data:
+            self.eof = True
+            return False
+        if b"\r" in data:
+            raise _Unusual
+        self.buf = self.buf[self.pos:] + data
+        self.pos = 0
+        return True
+
+    def line(self) -> Optional[bytes]:
+        """The next line with its newline (the file's last may lack one); None at the end."""
+        while True:
+            nl = self.buf.find(b"\n", self.pos)
+            if nl >= 0:
+                line, self.pos = self.buf[self.pos:nl + 1], nl + 1
+                return line
+            if not self.fill():
+                if self.pos < len(self.buf):
+                    line, self.pos = self.buf[self.pos:], len(self.buf)
+                    return line
+                return None
+
+    def section(self, fast):
+        """(buf, start, end) spans of whole lines, up to the line that starts with a backslash (left
+        unread: the next section's header or \\end\\)."""
+        while True:
+            end = fast.section_end(self.buf, self.pos)
+            if end < len(self.buf):
+                if end > self.pos:
+                    yield self.buf, self.pos, end
+                self.pos = end
+                return
+            last = self.buf.rfind(b"\n", self.pos) + 1
+            if last > self.pos:
+                yield self.buf, self.pos, last
+                self.pos = last
+            if not self.fill():
+                raise _Unusual  # the file ends inside a section: no \end\
+
+    def rest(self) -> bytes:
+        while self.fill():
+            pass
+        return self.buf[self.pos:]
+
+
+def read_arpa_compact(path: os.PathLike | str, **kwargs):
+    """The ARPA file's :class:`~ngramlm.tables.NgramTables` in the compact form a scorer needs
+    (:class:`~ngramlm.scorer.CompactScorer`), read a block of lines at a time; None where that does not
+    apply -- no compiled extension, or a file the compiled reader would not take or that does not list
+    its n-grams in key order (this toolkit's files do; KenLM's and SRILM's do not): the caller then
+    reads it with :func:`read_arpa_tables`, which names the line of any error.
+
+    For ``ngramlm ppl``/``score``: a file's text is never held whole (the usual reader holds it, 94 MB
+    for the PTB 5-gram), each order's keys are held as :class:`~ngramlm.scorer.SplitKeys`, its
+    probabilities as a :class:`~ngramlm.scorer.PackedColumn` and its back-offs as a
+    :class:`~ngramlm.scorer.BookColumn` (each float64 where its numbers do not fit that form), so every
+    lookup and every value -- hence every score -- is what the usual tables give: the PTB 5-gram's
+    tables take 21 MB instead of 50."""
+    from .. import accel
+
+    fast = accel.fast
+    if fast is None or not hasattr(fast, "parse_packed"):
+        return None
+    import gzip
+    import zlib
+
+    try:
+        with open(os.fspath(path), "rb") as raw_fh:
+            gz = raw_fh.read(2) == b"\x1f\x8b"
+            size = os.fstat(raw_fh.fileno()).st_size
+            raw_fh.seek(0)
+            if gz:
+                with gzip.GzipFile(fileobj=raw_fh, mode="rb") as fh:
+                    return _read_compact(_BlockReader(fh), size * _GZIP_RATIO, path, fast, **kwargs)
+            return _read_compact(_BlockReader(raw_fh), size, path, fast, **kwargs)
+    except (_Unusual, OSError, EOFError, zlib.error, UnicodeDecodeError, MemoryError):
+        # Unreadable, corrupt gzip data, not UTF-8, anything unusual: the usual reader says what is wrong.
+        return None
+
+
+def _read_compact(reader: _BlockReader, max_bytes: int, path, fast, *, unk_token: str = "<unk>",
+                  bos_token: str = "<s>", eos_token: str = "</s>"):
+    """The compact reader's steps, each check the one :func:`_fast_layout` and :func:`_read_arpa_fast`
+    make (raising :class:`_Unusual` where they return None), so it takes what the compiled reader
+    takes, less the files not in key order; ``max_bytes`` bounds the text (against absurd counts)."""
+    # The header: comment or blank lines, then \data\ on a line of its own (as _fast_layout checks).
+    head = []
+    first = True
+    while True:
+        line = reader.line()
+        if line is None:
+            raise _Unusual
+        if first and line.startswith(b"\xef\xbb\xbf"):
+            line = line[3:]
+        first = False
+        if line == b"\\data\\\n":
+            break
+        if line.endswith(b"\\data\\\n"):
+            raise _Unusual
+        head.append(line)
+    head_text = b"".join(head).decode("utf-8").split("\n") if head else []
+    if any(h.strip() and not h.startswith("#") for h in head_text):
+        raise _Unusual
+    declared = []
+    while True:
+        line = reader.line()
+        if line is None or not line.endswith(b"\n"):
+            raise _Unusual
+        if not line.startswith(b"ngram "):
+            break
+        try:
+            k_s, c_s = line[6:-1].split(b"=")
+            k, c = int(k_s), int(c_s)
+        except ValueError:
+            raise _Unusual from None
+        if k != len(declared) + 1 or c < 0 or k > MAX_ORDER:
+            raise _Unusual
+        declared.append(c)
+    order = len(declared)
+    if not order or 4 * sum(declared) > max_bytes + 4 * order:  # a line takes at least 4 bytes ("0\ta\n")
+        raise _Unusual
+    while line == b"\n":
+        line = reader.line()
+    if line != b"\\1-grams:\n":
+        raise _Unusual
+    ubuf = b"".join([buf[a:b] for buf, a, b in reader.section(fast)])
+    got = fast.parse_unigrams(ubuf, 0, len(ubuf), declared[0], order == 1)
+    if got is None:
+        raise _Unusual
+    probs, bos, wstart, wlen = got
+    uni_words = [ubuf[a:a + n].decode("utf-8") for a, n in zip(wstart.tolist(), wlen.tolist())]
+    if "<pad>" in uni_words:
+        raise _Unusual
+    vocab = arpa_vocab(uni_words, unk_token, bos_token, eos_token)
+    V = len(vocab.itos_)
+    uni_ids = np.fromiter(map(vocab.stoi_.__getitem__, uni_words), dtype=np.int64, count=len(uni_words))
+    words = fast.WordTable(ubuf, wstart, wlen, uni_ids)
+    if words.duplicate >= 0:
+        raise _Unusual
+    keys, lp, bo = _unigram_rows(V, uni_ids, probs, bos, unk_token in uni_words)
+    del probs, bos, wstart, wlen
+    keys_l, lp_l, bo_l = [keys], [lp], [bo if order > 1 else np.zeros(0)]
+    lower = [None]  # per order: its split keys as (bnd, lo), which the context walk searches
+    for k in range(2, order + 1):
+        if reader.line() != f"\\{k}-grams:\n".encode():
+            raise _Unusual
+        split, lp_col, bo_col = _compact_section(reader, fast, k, k == order, declared[k - 1],
+                                                 declared[k - 2] if k > 2 else V, V, words, lower)
+        lower.append((split.bnd, split.lo))
+        keys_l.append(split)
+        lp_l.append(lp_col)
+        bo_l.append(np.zeros(0) if bo_col is None else bo_col)
+        del lp_col, bo_col
+    if reader.rest().strip() != b"\\end\\":
+        raise _Unusual
+    del lower, words
+    recorded = _apply_meta(head_text, len(head_text), vocab, path)  # last, as the compiled reader does
+    return arpa_tables(vocab, keys_l, lp_l, bo_l, declared, path, recorded, uni_words=uni_words)
+
+
+def _compact_section(reader: _BlockReader, fast, k: int, top: bool, n: int, n_ctx: int, V: int, words, lower):
+    """The k-gram section (k >= 2) as (split keys, probabilities, back-offs or None).  Probabilities are
+    packed (uint32) until one does not pack, then float64; back-offs are places in a book of the
+    distinct ones (uint16) until there are too many, then packed, then float64: each column changes
+    form where that happens, the rows read so far converted, so the values are always the same."""
+    from ..scorer import BookColumn, PackedColumn, SplitKeys
+
+    lo = np.empty(n, dtype=np.uint32)
+    bnd = np.zeros(((n_ctx * V - 1) >> 32) + 2 if n_ctx * V else 1, dtype=np.int64)  # a key is < n_ctx * V
+    lp = [np.empty(n, dtype=np.uint32), None]  # packed, wide
+    # back-offs: [places in the book, the book, packed, wide]
+    bo = [None] * 4 if top else [np.empty(n, dtype=np.uint16), fast.PackedBook(), None, None]
+    row, prev = 0, -1
+    for buf, a, b in reader.section(fast):
+        while True:
+            status, row, pos, prev = fast.parse_packed(buf, a, b, k, top, words, lower, V, lo, bnd, *lp, *bo, row, prev)
+            if status == 0:
+                break
+            if status < 0:
+                raise _Unusual
+            if status == 1:  # a probability that does not pack: float64 from here on
+                wide = np.empty(n, dtype=np.float64)
+                wide[:row] = fast.packed_take(lp[0][:row])
+                lp = [None, wide]
+            elif status == 2:  # a back-off that does not pack
+                wide = np.empty(n, dtype=np.float64)
+                wide[:row] = fast.packed_take(bo[1].array())[bo[0][:row]] if bo[0] is not None else \
+                    fast.packed_take(bo[2][:row])
+                bo = [None, None, None, wide]
+            else:  # more distinct back-offs than the book holds
+                codes = np.empty(n, dtype=np.uint32)
+                codes[:row] = bo[1].array()[bo[0][:row]]
+                bo = [None, None, codes, None]
+            a = pos
+    if row != n:
+        raise _Unusual
+    bnd[(prev >> 32) + 1 if prev >= 0 else 0:] = n
+    lp_col = PackedColumn(lp[0]) if lp[0] is not None else lp[1]
+    if top:
+        bo_col = None
+    elif bo[0] is not None:
+        bo_col = BookColumn(fast.packed_take(bo[1].array()), bo[0])
+    else:
+        bo_col = PackedColumn(bo[2]) if bo[2] is not None else bo[3]
+    return SplitKeys(bnd, lo), lp_col, bo_col
