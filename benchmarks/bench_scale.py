@@ -18,8 +18,8 @@ clock with its peak RSS (``ru_maxrss`` of the child):
 * with --dask-sizes, the same ngramlm build on a Dask cluster of N workers for each N of --dask-workers
   (default 2): a ``dask scheduler`` and N ``dask worker`` processes started here on 127.0.0.1 (real
   TCP, each worker ``--nthreads 1 --memory-limit`` the --memory budget), the client ``ngramlm train
-  --dask tcp://...``: its wall and peak RSS, each worker's peak RSS and the bytes it sent to other
-  workers (Dask's own transfer counter), and the ARPA file's sha256 against the local build's;
+  --dask tcp://...``: its wall and peak RSS, each worker's peak RSS and the bytes it sent (to other
+  workers and the client: Dask's own transfer counter), and the ARPA file's sha256 against the local build's;
 * ``ngramlm ppl`` of the native model on 20,000 test tokens (load + score), memory-mapped.
 """
 from __future__ import annotations
@@ -90,6 +90,8 @@ def test_text(work: Path) -> Path:
 @click.option("--no-local", "no_local", is_flag=True,
               help="Run the local build once (the reference sha256 of the Dask builds), not --repeat times.")
 @click.option("--memory", default="1G", show_default=True)
+@click.option("--order", type=int, default=5, show_default=True,
+              help="Model order of every build (4 where order 5's temp files would not fit the disk).")
 @click.option("--estimation", type=click.Choice(["auto", "memory", "disk"]), default="auto", show_default=True,
               help="ngramlm train --estimation: out-of-core estimation when the counts pass --memory (auto), "
                    "never (memory) or always (disk).")
@@ -100,9 +102,12 @@ def test_text(work: Path) -> Path:
 @click.option("--repeat", type=int, default=1, show_default=True,
               help="Run each ngramlm and lmplz build this many times: the fastest wall time, the largest peak RSS "
                    "(lmplz's own time varies by 20 % from run to run here).")
+@click.option("--discard", is_flag=True,
+              help="Write both models to /dev/null (ours through NAME.arpa -> /dev/null, lmplz's stdout): for sizes "
+                   "whose two ARPA files would not fit the disk beside the temp files; no sha256 then.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
-def main(kenlm_bin, sizes, dask_sizes, dask_workers, no_local, memory, estimation, in_memory, no_ppl, work, repeat,
-         json_out):
+def main(kenlm_bin, sizes, dask_sizes, dask_workers, no_local, memory, order, estimation, in_memory, no_ppl, work,
+         repeat, discard, json_out):
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
     tmp = work / "tmp"
@@ -115,14 +120,18 @@ def main(kenlm_bin, sizes, dask_sizes, dask_workers, no_local, memory, estimatio
         n_tok = m * 1e6
         row = {"million_tokens": m, "file_mb": corpus.stat().st_size / 2**20}
         out = work / "ours.arpa"
-        cmd = NGRAMLM + ["train", corpus, "--order", "5", "--discount-fallback", "--memory", memory, "-T", tmp,
+        if discard:  # an ARPA name (the format) that is the null device (no disk)
+            out = work / "null.arpa"
+            out.unlink(missing_ok=True)
+            out.symlink_to(os.devnull)
+        cmd = NGRAMLM + ["train", corpus, "--order", str(order), "--discount-fallback", "--memory", memory, "-T", tmp,
                          "--estimation", estimation, "-o", out]
         row["ngramlm_s"], row["ngramlm_mb"] = best_of(1 if no_local else repeat, cmd)
-        row["sha256"] = _sha256(out)
+        row["sha256"] = None if discard else _sha256(out)
         if in_memory:
             mem_out = work / "mem.arpa"
             row["in_memory_s"], row["in_memory_mb"] = run_once(
-                NGRAMLM + ["train", corpus, "--order", "5", "--discount-fallback", "-o", mem_out])
+                NGRAMLM + ["train", corpus, "--order", str(order), "--discount-fallback", "-o", mem_out])
             row["same_arpa"] = _same_bytes(out, mem_out)
             mem_out.unlink()
         if not no_ppl:
@@ -131,8 +140,8 @@ def main(kenlm_bin, sizes, dask_sizes, dask_workers, no_local, memory, estimatio
             row["ppl_load_score_s"], row["ppl_mb"] = run_once(NGRAMLM + ["ppl", native, test])
         if kenlm_bin:
             row["lmplz_s"], row["lmplz_mb"] = best_of(
-                repeat, [Path(kenlm_bin) / "lmplz", "-o", "5", "-S", memory, "-T", tmp, "--discount_fallback"],
-                stdin=corpus, stdout=work / "kenlm.arpa")
+                repeat, [Path(kenlm_bin) / "lmplz", "-o", str(order), "-S", memory, "-T", tmp, "--discount_fallback"],
+                stdin=corpus, stdout=os.devnull if discard else work / "kenlm.arpa")
             row["ratio"] = row["ngramlm_s"] / row["lmplz_s"]
         if m in dask_set:
             row["dask"] = []
@@ -160,14 +169,16 @@ def main(kenlm_bin, sizes, dask_sizes, dask_workers, no_local, memory, estimatio
                    f"{ratio} | {r['us_per_token']:.2f} | {dk} | {ppl} |")
     dask_rows = [(r["million_tokens"], d) for r in rows for d in r.get("dask", [])]
     if dask_rows:
-        click.echo("\n| tokens | workers | wall | client peak RSS | workers' peak RSS | bytes between workers "
+        click.echo("\n| tokens | workers | wall | client peak RSS | workers' peak RSS | bytes sent by the workers "
                    "| sha256 (= local?) |\n|---|---|---|---|---|---|---|")
         for m, d in dask_rows:
             click.echo(f"| {m:g} M | {d['workers']} | {d['wall_s']:.1f} s | {d['client_mb']:.0f} MB | "
-                       f"{', '.join(f'{x:.0f}' for x in d['worker_mb'])} MB | {d['bytes_between_workers'] / 2**20:.0f} MB"
+                       f"{', '.join(f'{x:.0f}' for x in d['worker_mb'])} MB | "
+                       f"{d['bytes_between_workers'] / 2**20:.0f} MB"
                        f" | {d['sha256'][:12]} ({'same' if d['same_as_local'] else 'DIFFERENT'}) |")
     if json_out:
-        Path(json_out).write_text(json.dumps({"memory": memory, "estimation": estimation, "repeat": repeat,
+        Path(json_out).write_text(json.dumps({"memory": memory, "order": order, "estimation": estimation,
+                                              "repeat": repeat,
                                               "rows": rows}, indent=1))
 
 

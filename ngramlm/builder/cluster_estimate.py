@@ -312,7 +312,9 @@ def _build(client, sources: list, *, order: int, vocab, inp, spec, smoother, mem
     def tick(msg: str) -> None:
         say(f"{msg} ({time.perf_counter() - t0:.1f} s)")
 
-    shards = shards_of(sources, shard_bytes=max(1 << 16, block_tokens * 5))
+    # A shard is counted in memory on its worker (about 140 bytes a token) while the worker holds the parts
+    # counted so far: a shard of text takes at most a quarter of the worker's budget.
+    shards = shards_of(sources, shard_bytes=max(1 << 16, min(block_tokens * 5, memory // 4 // 140 * 5)))
     n_workers = len(client.scheduler_info().get("workers", {})) or 1
     say(f"{len(shards)} shard(s) on {n_workers} Dask worker(s); estimation on the workers")
     vocab, freq, n_sent, n_words = word_count_pass(client, shards, vocab=vocab, inp=inp, spec=spec, progress=say)
@@ -366,8 +368,8 @@ def _build(client, sources: list, *, order: int, vocab, inp, spec, smoother, mem
                 res.append(client.submit(_resolve, parts_f[q], k, asked, pure=False))
             answers[k] = [[client.submit(_answer, res[q], p, pure=False) for p in range(P)]
                           for q in range(P)]  # answers[k][q][p]: rows of part q that part p asked for
-            suffixes[k] = [client.submit(_place, parts_f[p], k, suffixes[k - 1][p], [answers[k][q][p] for q in range(P)],
-                                         pure=False) for p in range(P)]
+            suffixes[k] = [client.submit(_place, parts_f[p], k, suffixes[k - 1][p],
+                                         [answers[k][q][p] for q in range(P)], pure=False) for p in range(P)]
             if smoother.row_counts == "adjusted":
                 adjusted[k - 2] = [client.submit(pt.adjusted_counts, parts_f[q], k - 1,
                                                  client.submit(operator.itemgetter(1), res[q], pure=False), pure=False)
@@ -500,7 +502,8 @@ def build_files(inp, *, order: int, vocab, memory, temp_dir, client, output, arp
 
     if isinstance(smoother, StupidBackoff):
         if not 0.0 < float(smoother.alpha) <= 1.0:
-            raise InputError(f"stupid backoff alpha must be in (0, 1], got {smoother.alpha}", fix="use e.g. --alpha 0.4")
+            raise InputError(f"stupid backoff alpha must be in (0, 1], got {smoother.alpha}",
+                             fix="use e.g. --alpha 0.4")
         if arpa:
             raise InputError("stupid backoff scores are not probabilities and back off even from unseen contexts; "
                              "an ARPA file would score them differently", fix="write a native model (.npz)")

@@ -57,6 +57,11 @@ class Part:
     def order(self) -> int:
         return len(self.counts)
 
+    def __sizeof__(self) -> int:
+        # What Dask's sizeof (sys.getsizeof) sees: the arrays' bytes, so that a worker spills parts to its
+        # disk past its memory target instead of holding on until its nanny restarts it.
+        return object.__sizeof__(self) + sum(a.nbytes for a in self.keys + self.counts if a is not None)
+
     def size(self, k: int) -> int:
         return self.hi - self.lo if k == 1 else len(self.keys[k - 1])
 
@@ -156,6 +161,9 @@ class Suffixes:
 
     to: np.ndarray  # int32 part of each row's suffix
     row: np.ndarray  # int64 row of the suffix in that part
+
+    def __sizeof__(self) -> int:  # see Part.__sizeof__
+        return object.__sizeof__(self) + self.to.nbytes + self.row.nbytes
 
 
 def order2_suffixes(part: Part, bounds: np.ndarray) -> Suffixes:
