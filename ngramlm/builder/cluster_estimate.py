@@ -265,10 +265,11 @@ def _concat_columns(paths: list, chunk: int):
 # ----------------------------------------------------------------------------- the client
 def n_parts_for(n_workers: int, tokens: int, order: int, memory: int, parts: Optional[int] = None) -> int:
     """How many parts: at least two per worker (for balance), more when a part's working set (at most
-    ``order`` n-grams a token) would pass a quarter of a worker's budget."""
+    ``order`` n-grams a token) would pass a tenth of a worker's budget (the rest holds the other parts,
+    up to Dask's spill threshold)."""
     if parts is not None:
         return max(1, int(parts))
-    need = math.ceil(order * tokens * BYTES_PER_NGRAM_ON_WORKER / max(1, memory // 4))
+    need = math.ceil(order * tokens * BYTES_PER_NGRAM_ON_WORKER / max(1, memory // 10))
     return int(min(MAX_PARTS, max(2 * n_workers, need)))
 
 
@@ -312,9 +313,10 @@ def _build(client, sources: list, *, order: int, vocab, inp, spec, smoother, mem
     def tick(msg: str) -> None:
         say(f"{msg} ({time.perf_counter() - t0:.1f} s)")
 
-    # A shard is counted in memory on its worker (about 140 bytes a token) while the worker holds the parts
-    # counted so far: a shard of text takes at most a quarter of the worker's budget.
-    shards = shards_of(sources, shard_bytes=max(1 << 16, min(block_tokens * 5, memory // 4 // 140 * 5)))
+    # A shard is counted in memory on its worker (about 140 bytes a token, and its tokens as strings first)
+    # while the worker holds what it counted so far, up to Dask's spill threshold (60-70 % of its limit):
+    # a shard's working set is kept to about a tenth of the worker's budget.
+    shards = shards_of(sources, shard_bytes=max(1 << 16, min(block_tokens * 5, memory // 10 // 250 * 5)))
     n_workers = len(client.scheduler_info().get("workers", {})) or 1
     say(f"{len(shards)} shard(s) on {n_workers} Dask worker(s); estimation on the workers")
     vocab, freq, n_sent, n_words = word_count_pass(client, shards, vocab=vocab, inp=inp, spec=spec, progress=say)
