@@ -26,7 +26,8 @@ NOT_RUN = {
     "compare ptb --neural lstm": "needs that LSTM, and retrains it for the learning curve",
     "compare timemachine": "several minutes at order 10 (tests/test_reports.py runs char-level compares)",
     "train big1.txt": "placeholder files of a user (tests/test_streaming.py streams real files)",
-    "train corpus/*.txt --order 5 --dask": "needs a Dask scheduler (tests/test_streaming.py runs a LocalCluster)",
+    "train corpus/*.txt --order 5 --dask": "needs a Dask scheduler (tests/test_cluster_estimation.py runs a "
+                                           "LocalCluster and dask scheduler/worker processes)",
     "seq2seq train fra-eng": "minutes of training (tests/test_seq2seq_cli.py trains on a small TSV)",
     "seq2seq translate fra.pt": "needs the translator of the line before",
     "compare fra-eng": "5.6 minutes (tests/test_parallel_compare.py runs a quick one)",
