@@ -8,13 +8,16 @@ smoothing the file records (never a made-up one: an ARPA of KenLM or SRILM reads
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from corpora.errors import InputError
 
 from .io.arpa import looks_like_arpa, read_arpa_compact, read_arpa_tables
 from .kenlm.format import looks_like_kenlm_binary, read_header
 from .scorer import CompactScorer
+
+if TYPE_CHECKING:  # annotations only: the estimator is imported where a model is made
+    from .model import NgramLM
 
 # The estimator (and the smoothers it imports), the native loader and the trie decoder are imported
 # where they are used: ``ngramlm ppl`` on an ARPA file (a CompactScorer) needs none of them.

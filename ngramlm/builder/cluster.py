@@ -161,8 +161,6 @@ def count_on_cluster(client, sources: list, *, order: int, vocab, inp, spec, blo
     ``(counts, vocab, sentences, words)``, which the build wraps as its result."""
     from distributed import as_completed
 
-    from corpora.vocab import Vocab
-
     # A shard is counted in memory on its worker: about one local block's worth of text.
     shards = shards_of(sources, shard_bytes=max(1 << 16, block_tokens * 5))
     n_workers = len(client.scheduler_info().get("workers", {})) or 1
