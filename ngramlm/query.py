@@ -68,8 +68,9 @@ class Model:
         if self.lm.kind_ != "backoff":
             raise InputError(f"a {self.lm.smoother_name_} model is not a back-off model, which the kenlm API scores",
                              path=self.path, fix=f"use a model smoothed with {named_list(backoff_smoothers())}")
-        lp1 = self.lm.log10_prob_[0]
-        if getattr(self.lm, "search", None) is None and BOS_ID < len(lp1) and np.isneginf(lp1[BOS_ID]):
+        probs = getattr(self.lm, "log10_prob_", None)  # None: a KenLM binary searched in place
+        lp1 = probs[0] if probs is not None and getattr(self.lm, "search", None) is None else None
+        if isinstance(lp1, np.ndarray) and BOS_ID < len(lp1) and np.isneginf(lp1[BOS_ID]):
             # <s> as a word scores what an ARPA file (and so kenlm) gives it, -99, not -inf: kenlm code
             # that passes "<s> ..." with bos=True gets kenlm's finite total.  The scorer's own tables
             # (ppl, score) keep the model's -inf; this is one more unigram column, nothing else.
