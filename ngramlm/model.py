@@ -46,6 +46,9 @@ class NgramLM(Scorer):
         prune: Optional[Sequence[int]] = None,
         prune_entropy: Optional[float] = None,
         compat: Optional[str] = None,
+        interpolate: Optional[bool] = None,
+        gtmin: Optional[Sequence[int]] = None,
+        gtmax: Optional[Sequence[int]] = None,
     ) -> None:
         self.order = order
         self.smoothing = canonical_name(smoothing)  # an alias is its smoother's name from here on
@@ -56,7 +59,12 @@ class NgramLM(Scorer):
         self.lambdas = lambdas
         self.prune = prune  # count cut-offs per order (n-grams with count <= cut-off go)
         self.prune_entropy = prune_entropy  # Stolcke threshold on relative perplexity increase
-        self.compat = compat  # "kenlm": lmplz's conventions bit for bit (ngramlm.kenlm_compat)
+        self.compat = compat  # "kenlm": lmplz's conventions bit for bit (ngramlm.kenlm_compat); "srilm": SRILM's
+        # SRILM's ngram-count options (compat="srilm" only, ngramlm.srilm_compat): -interpolate, and per order
+        # -gtNmin (count cut-offs of every method) and -gtNmax (Good-Turing's largest discounted count).
+        self.interpolate = interpolate
+        self.gtmin = gtmin
+        self.gtmax = gtmax
 
     # ------------------------------------------------------------------ fitting
     def _make_smoother(self) -> Smoother:
@@ -68,11 +76,25 @@ class NgramLM(Scorer):
                              "(an ARPA file of KenLM or SRILM), so it cannot be re-estimated as it was",
                              fix=f"train a new one: NgramLM(order={self.order}, smoothing='mkn').fit(...) "
                                  f"(or `ngramlm train TEXT --order {self.order} --smoothing mkn`)")
+        if self.compat not in (None, "kenlm", "srilm"):
+            raise InputError(f"unknown compat {self.compat!r}", fix="use compat='kenlm' or 'srilm' (or none)")
+        srilm_only = [o for o, v in (("interpolate", self.interpolate), ("gtmin", self.gtmin), ("gtmax", self.gtmax))
+                      if v is not None]
+        if self.compat == "srilm":
+            from .srilm_compat import SrilmEstimator
+
+            make_smoother(self.smoothing, k=self.k, discount=self.discount,  # the usual checks of the parameters
+                          discount_fallback=self.discount_fallback, alpha=self.alpha, lambdas=self.lambdas)
+            return SrilmEstimator(self.smoothing, interpolate=bool(self.interpolate), gtmin=self.gtmin,
+                                  gtmax=self.gtmax, discount=self.discount, k=self.k,
+                                  discount_fallback=self.discount_fallback)
+        if srilm_only:
+            raise InputError(f"{', '.join(srilm_only)} {'is' if len(srilm_only) == 1 else 'are'} SRILM's "
+                             "ngram-count option(s), for compat='srilm'",
+                             fix="add compat='srilm' (--compat srilm), or drop them")
         smoother = make_smoother(self.smoothing, k=self.k, discount=self.discount,
                                  discount_fallback=self.discount_fallback, alpha=self.alpha, lambdas=self.lambdas)
         if self.compat is not None:
-            if self.compat != "kenlm":
-                raise InputError(f"unknown compat {self.compat!r}", fix="use compat='kenlm' (or none)")
             if not SMOOTHER_INFO[smoother.name].compat:
                 raise InputError(f"compat='kenlm' reproduces lmplz's Kneser-Ney; {smoother.name} is not estimated "
                                  "by lmplz", fix="train with smoothing mkn (or kn), or drop the compat option")
@@ -109,7 +131,7 @@ class NgramLM(Scorer):
 
             check_limitable_smoother(smoother)
             keep, _ = kept_ids(vocab, limit_vocab, source=limit_vocab_source)
-        if self.compat is not None:
+        if self.compat == "kenlm":
             self._apply_compat(smoother, train, counts)
             if limit_vocab is not None:
                 smoother.lmplz_["prune_words"] = ~keep
@@ -130,7 +152,7 @@ class NgramLM(Scorer):
     def fit_counts(self, counts: NgramCounts, *, vocab: Vocab, smoother: Optional[Smoother] = None) -> "NgramLM":
         if smoother is None:
             smoother = self._make_smoother()
-            if self.compat is not None:
+            if self.compat == "kenlm":
                 self._apply_compat(smoother, None, counts)  # refuses: it needs the text
         self._set_tables(estimate_tables(counts, vocab=vocab, smoother=smoother))
         if self.prune is not None or self.prune_entropy is not None:

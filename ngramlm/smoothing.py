@@ -47,6 +47,9 @@ class BackoffEstimate:
     missing_backoff: float = 0.0
     is_distribution: bool = True
     info: dict = field(default_factory=dict)  # discounts, lambdas, ... for reports
+    # Per order, the rows the model keeps (None: every row).  SRILM's count cut-offs store fewer n-grams
+    # than were counted (ngramlm.srilm_compat).
+    keep: Optional[list] = None
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -183,12 +186,31 @@ def log_backoff(gamma: np.ndarray) -> np.ndarray:
     return np.where(gamma > 0, np.log10(np.where(gamma > 0, gamma, 1.0)), 0.0)
 
 
+DEFAULT_FALLBACK = (0.5, 1.0, 1.5)  # lmplz's --discount_fallback
+
+
+def note_warning(smoother, message: str) -> None:
+    """A warning of the estimation (a degenerate order handled by a rule rather than refused): kept on the
+    smoother, and put in the model's ``info["warnings"]``, which ``ngramlm train`` prints."""
+    if not hasattr(smoother, "warnings_"):
+        smoother.warnings_ = []
+    smoother.warnings_.append(message)
+
+
+def _with_warnings(smoother, info: dict) -> dict:
+    if getattr(smoother, "warnings_", None):
+        info = dict(info, warnings=list(smoother.warnings_))
+    return info
+
+
 def _discount_error(name: str, k: int, detail: str) -> InputError:
-    return InputError(
+    err = InputError(
         f"cannot estimate {name} discounts for {k}-grams: {detail}; is this small or artificial data?",
         fix="use more (or deduplicated) training text, a lower --order, or pass --discount-fallback "
             "to use fixed discounts (0.5, 1.0, 1.5) for the degenerate orders",
     )
+    err.detail = f"{name} discounts for {k}-grams: {detail}"  # for the warning of a rule that goes on
+    return err
 
 
 # ----------------------------------------------------------------------------- smoothers
@@ -278,7 +300,11 @@ class ModifiedKneserNey(OrderForm, Smoother):
 
     def discounts_from_counts_of_counts(self, ncs: list) -> list:
         """Per order, the discounts from the count-of-counts n_0..n_4 of its positive adjusted counts
-        (``ncs[k-1]``; unused, may be None, with explicit ``discounts``)."""
+        (``ncs[k-1]``; unused, may be None, with explicit ``discounts``).
+
+        An order whose count-of-counts give no discounts (a zero among n1..n4, as characters' unigrams
+        have) takes ``discount_fallback``, or else lmplz's fixed 0.5, 1, 1.5 with a warning in
+        ``warnings_`` (lmplz and SRILM stop there); only ``--compat kenlm`` stops, as lmplz does."""
         out = []
         for k, nc in enumerate(ncs, start=1):
             if self.discounts is not None:
@@ -287,11 +313,14 @@ class ModifiedKneserNey(OrderForm, Smoother):
                 continue
             try:
                 out.append(self._discounts_from(nc, k))
-            except InputError:
-                if self.discount_fallback is None:
+            except InputError as e:
+                if self.discount_fallback is None and getattr(self, "lmplz_", None) is not None:
                     raise
-                fb = [float(x) for x in self.discount_fallback]
+                fb = [float(x) for x in (self.discount_fallback or DEFAULT_FALLBACK)]
                 out.append((fb + fb[-1:] * 3)[: self.n_discounts])
+                if self.discount_fallback is None:
+                    note_warning(self, f"cannot estimate {e.detail}; used the fixed discounts {out[-1]} for the "
+                                       f"{k}-grams")
         return out
 
     def _discounts_from(self, nc: np.ndarray, k: int) -> list:
@@ -347,7 +376,7 @@ class ModifiedKneserNey(OrderForm, Smoother):
             adj[k - 1] = None
         gammas[0] = gammas[0][0]
         lp, lb = interpolate_orders(counts, alphas, gammas, n_types)
-        info = {"discounts": [list(map(float, d)) for d in discounts]}
+        info = _with_warnings(self, {"discounts": [list(map(float, d)) for d in discounts]})
         if lmplz is not None:
             info["compat"] = {"kenlm": {"uniform_types": n_types,
                                         "raw_count_rows": lmplz["raw_count_rows"]}}
@@ -379,9 +408,10 @@ class AbsoluteDiscounting(OrderForm, Smoother):
             if self.discount is not None:
                 D = float(self.discount)
             elif nc[1] == 0 or nc[2] == 0:
+                D = float(list(self.discount_fallback or DEFAULT_FALLBACK)[0])
                 if self.discount_fallback is None:
-                    raise _discount_error("absolute", k, f"count-of-counts n1={nc[1]}, n2={nc[2]}")
-                D = float(list(self.discount_fallback)[0])
+                    note_warning(self, f"absolute discounting {k}-grams: count-of-counts n1={nc[1]}, n2={nc[2]} give "
+                                       f"no discount: used the fixed discount {D}")
             else:
                 D = nc[1] / (nc[1] + 2.0 * nc[2])
             ds.append(D)
@@ -397,7 +427,7 @@ class AbsoluteDiscounting(OrderForm, Smoother):
 
     def estimate(self, counts: NgramCounts, n_types: int) -> BackoffEstimate:
         lp, lb, ds = self._interpolated(counts, _raw_counts(counts), n_types)
-        return BackoffEstimate(lp, lb, info={"discounts": ds})
+        return BackoffEstimate(lp, lb, info=_with_warnings(self, {"discounts": ds}))
 
 
 class WittenBell(OrderForm, Smoother):
@@ -475,24 +505,45 @@ class Katz(Smoother):
         self.discount_fallback = discount_fallback
 
     def _ratios(self, c: np.ndarray, k: int) -> np.ndarray:
+        """d[j] for counts j = 0..k_max (1 = not discounted).
+
+        Where the count-of-counts give no usable ratio, SRILM's rule (not a failure): no singletons, no
+        discounting at this order; no (K+1)-count n-grams, K lowered; a ratio outside (0, 1], that count
+        left undiscounted -- each with a warning.  ``discount_fallback`` instead leaves the whole order
+        undiscounted, silently (the earlier habit)."""
         K = self.k_max
         nc = count_of_counts(c[c > 0], K + 1)
         d = np.ones(K + 1)
-        problems = [j for j in range(1, K + 2) if nc[j] == 0]
-        if problems:
-            if self.discount_fallback:
-                return d  # no discounting at this order: backoff mass only from the unigram floor
-            raise _discount_error("Good-Turing", k, f"no {k}-grams seen exactly {problems[0]} times "
-                                  f"(count-of-counts n1..n{K + 1} = {nc[1:K + 2].tolist()})")
-        common = (K + 1) * nc[K + 1] / nc[1]
-        for j in range(1, K + 1):
-            cstar = (j + 1) * nc[j + 1] / nc[j]
-            d[j] = (cstar / j - common) / (1.0 - common)
-        if not np.all((d[1:] > 0) & (d[1:] <= 1.0 + 1e-12)):
-            if self.discount_fallback:
-                return np.ones(K + 1)
-            raise _discount_error("Good-Turing", k,
-                                  f"Katz discount ratios {np.round(d[1:], 4).tolist()} are not in (0, 1]")
+        if self.discount_fallback and (any(nc[j] == 0 for j in range(1, K + 2))):
+            return d
+        if nc[1] == 0:
+            note_warning(self, f"Good-Turing {k}-grams: no {k}-gram seen once, so nothing is discounted at this order")
+            return d
+        top = K
+        while top > 0 and nc[top + 1] == 0:
+            top -= 1
+        if top < K:
+            note_warning(self, f"Good-Turing {k}-grams: no {k}-gram seen {top + 2} times; only counts up to {top} "
+                               "are discounted")
+        if top == 0:
+            return d
+        common = (top + 1) * nc[top + 1] / nc[1]
+        off = []
+        for j in range(1, top + 1):
+            if nc[j] == 0:
+                off.append(f"{j} (no {k}-gram seen {j} times)")
+                continue
+            raw = (j + 1) * nc[j + 1] / (j * nc[j])
+            ratio = (raw - common) / (1.0 - common) if common != 1.0 else np.nan
+            if not (np.isfinite(ratio) and 0.0 < ratio <= 1.0 and raw <= 1.0):
+                if self.discount_fallback:
+                    return np.ones(K + 1)
+                off.append(f"{j} ({'r*/r = %.4g > 1' % raw if raw > 1.0 else 'ratio %.4g' % ratio})")
+                continue
+            d[j] = ratio
+        if off:
+            note_warning(self, f"Good-Turing {k}-grams: the discount ratio of count {', '.join(off)} is out of range; "
+                               "those counts are left undiscounted (SRILM's rule)")
         return d
 
     def estimate(self, counts: NgramCounts, n_types: int) -> BackoffEstimate:
@@ -545,7 +596,7 @@ class Katz(Smoother):
         log_bo.append(np.zeros(0))
         with np.errstate(divide="ignore"):
             lp = [np.log10(p) for p in probs]
-        return BackoffEstimate(lp, log_bo, info={"good_turing_ratios": ratios})
+        return BackoffEstimate(lp, log_bo, info=_with_warnings(self, {"good_turing_ratios": ratios}))
 
 
 class StupidBackoff(Smoother):

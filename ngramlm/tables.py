@@ -51,6 +51,29 @@ class NgramTables:
         """A copy with some fields replaced (the arrays themselves are shared, not copied)."""
         return replace(self, **changes)
 
+    def subset(self, keep: list) -> "NgramTables":
+        """These tables with only the rows ``keep`` (bool masks per order; ``None`` or an order's
+        ``None``: all rows) and nothing renormalised: the caller keeps every context of a kept row.
+        Keys are renumbered so they stay packed and sorted."""
+        keys, lp = list(self.keys), list(self.log10_prob)
+        lb = list(self.log10_backoff)
+        new_index = None
+        for k in range(1, self.order + 1):
+            sel = keep[k - 1] if keep is not None else None
+            if sel is None:
+                sel = np.ones(len(keys[k - 1]), dtype=bool)
+            sel = np.asarray(sel, dtype=bool)
+            kk = keys[k - 1][sel]
+            if k > 1 and new_index is not None:
+                kk = new_index[kk // self.V] * self.V + kk % self.V
+            keys[k - 1] = kk
+            lp[k - 1] = lp[k - 1][sel]
+            if k < self.order:
+                lb[k - 1] = lb[k - 1][sel]
+            new_index = np.cumsum(sel) - 1
+        n_ngrams = [self.n_ngrams[0]] + [len(x) for x in keys[1:]]
+        return self.replace(keys=keys, log10_prob=lp, log10_backoff=lb, n_ngrams=n_ngrams)
+
     def suffix_rows(self, find=None) -> list:
         """suf[k-1][r]: the row in order k-1 of order-k row r's suffix (its words but the first), -1 where
         that suffix is not an n-gram (a pruned model can keep "a b c" without "b c").  ``find(k, keys)``

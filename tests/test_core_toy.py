@@ -291,12 +291,20 @@ def katz_reference(sentences, order, types, k_max=5):
             for c in d.values():
                 n[c] = n.get(c, 0) + 1
         common = (k_max + 1) * n[k_max + 1] / n[1]
-        return {c: ((c + 1) * n[c + 1] / n[c] / c - common) / (1 - common) for c in range(1, k_max + 1)}
+        out = {}
+        for c in range(1, k_max + 1):
+            raw = (c + 1) * n[c + 1] / n[c] / c
+            r = (raw - common) / (1 - common)
+            # SRILM's rule: a ratio outside (0, 1], or r* > r, leaves that count undiscounted.
+            out[c] = r if 0 < r <= 1 and raw <= 1 else 1.0
+        return out
 
     disc = {k: ratios(k) for k in range(1, order + 1)}
     uni = follow[1][()]
     N = sum(uni.values())
     pu = {w: disc[1].get(uni.get(w, 0), 1.0) * uni.get(w, 0) / N for w in types}
+    if 1.0 - sum(pu.values()) <= 1e-12:  # nothing discounted: one pseudo-count for the unseen (the docstring's rule)
+        pu = {w: disc[1].get(uni.get(w, 0), 1.0) * uni.get(w, 0) / (N + 1) for w in types}
     left = 1.0 - sum(pu.values())
     pu = {w: x + left / len(types) for w, x in pu.items()}
 
@@ -452,10 +460,11 @@ def test_katz_fallback_leaves_no_type_at_zero():
 
     ds = prepare(load_corpus("toy", toy_config=ToyConfig(n_train_tokens=20_000, n_valid_tokens=100,
                                                          n_test_tokens=100, vocab_size=1000)))
-    with pytest.raises(InputError, match="Good-Turing"):
-        NgramLM(order=2, smoothing="katz").fit(ds["train"], vocab=ds.vocab)
+    ruled = NgramLM(order=2, smoothing="katz").fit(ds["train"], vocab=ds.vocab)  # SRILM's rule, a warning
+    assert any(w.startswith("Good-Turing 1-grams") for w in ruled.info_["warnings"])
     lm = NgramLM(order=2, smoothing="katz", discount_fallback=True).fit(ds["train"], vocab=ds.vocab)
-    for ctx in (["<s>"], UNSEEN[:1], []):
-        p = lm.next_probs(ctx)
-        assert abs(p.sum() - 1.0) < 1e-9
-        assert (p[2:] > 0).all() and p[UNK_ID] > 0
+    for model in (ruled, lm):
+        for ctx in (["<s>"], UNSEEN[:1], []):
+            p = model.next_probs(ctx)
+            assert abs(p.sum() - 1.0) < 1e-9
+            assert (p[2:] > 0).all() and p[UNK_ID] > 0

@@ -71,7 +71,7 @@ def test_compat_is_refused_where_it_cannot_apply():
     with pytest.raises(InputError, match="needs the training text"):
         NgramLM(order=2, smoothing="mkn", compat="kenlm").fit_counts(counts, vocab=vocab)
     with pytest.raises(InputError, match="unknown compat"):
-        NgramLM(order=2, smoothing="mkn", compat="srilm").fit(enc, vocab=vocab)
+        NgramLM(order=2, smoothing="mkn", compat="ibm").fit(enc, vocab=vocab)
 
 
 def test_compat_survives_save_and_load(tmp_path):

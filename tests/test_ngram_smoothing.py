@@ -151,15 +151,36 @@ def test_jelinek_mercer_without_weights_or_heldout_is_an_error(timemachine):
         NgramLM(order=2, smoothing="jm").fit(timemachine["train"], vocab=timemachine.vocab)
 
 
-def test_degenerate_count_of_counts_explains_and_offers_fallback():
+def test_degenerate_count_of_counts_warns_goes_on_and_kenlm_compat_still_refuses():
+    """A zero among n1..n4 takes the fixed discounts with a warning naming the order (SRILM and lmplz
+    stop there); --compat kenlm reproduces lmplz, so it stops, with the --discount-fallback hint."""
     sents = [["x", "y", "z"]] * 3
     v = Vocab().fit(sents)
+    lm = NgramLM(order=3, smoothing="mkn").fit(v.encode_sentences(sents), vocab=v)
+    warnings = lm.info_["warnings"]
+    assert any("1-grams" in w and "[0.5, 1.0, 1.5]" in w for w in warnings)
+    assert lm.info_["discounts"][0] == [0.5, 1.0, 1.5]
+    assert lm.next_probs(["<s>", "x"]).sum() == pytest.approx(1.0)
+    given = NgramLM(order=3, smoothing="mkn", discount_fallback=(0.5, 1.0, 1.5)).fit(v.encode_sentences(sents), vocab=v)
+    assert np.allclose(given.next_probs(["<s>", "x"]), lm.next_probs(["<s>", "x"]))
+    assert "warnings" not in given.info_  # asked for: nothing to warn about
     with pytest.raises(InputError) as e:
-        NgramLM(order=3, smoothing="mkn").fit(v.encode_sentences(sents), vocab=v)
+        NgramLM(order=3, smoothing="mkn", compat="kenlm").fit(v.encode_sentences(sents), vocab=v)
     msg = str(e.value)
     assert "adjusted count" in msg and "--discount-fallback" in msg
-    lm = NgramLM(order=3, smoothing="mkn", discount_fallback=(0.5, 1.0, 1.5)).fit(v.encode_sentences(sents), vocab=v)
-    assert lm.next_probs(["<s>", "x"]).sum() == pytest.approx(1.0)
+
+
+def test_katz_takes_srilm_rule_for_out_of_range_ratios():
+    """Hand-made count-of-counts: counts 1..3 of a unigram table where n2 > n1/2... SRILM leaves a count whose
+    Good-Turing ratio is out of range undiscounted, and so does katz, with a warning (no failure)."""
+    # Unigram counts: three words seen once, three seen twice, one seen 3 times:
+    # r*/r for r = 1 is 2 n2 / n1 = 2 > 1: out of range, so count 1 stays undiscounted.
+    sents = [["a", "b", "c", "d", "e", "f", "g"], ["d", "e", "f", "g"], ["g"]]
+    v = Vocab().fit(sents)
+    lm = NgramLM(order=1, smoothing="katz").fit(v.encode_sentences(sents), vocab=v)
+    assert any("1-grams" in w and "count 1" in w for w in lm.info_["warnings"])
+    assert lm.info_["good_turing_ratios"][0][0] == 1.0
+    assert sum(lm.distribution([]).values()) == pytest.approx(1.0)
 
 
 def test_unknown_smoother():

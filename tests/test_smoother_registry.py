@@ -61,7 +61,7 @@ def test_options_and_init_params_come_from_the_registry():
                        "alpha": "--alpha", "lambdas": "--lambdas"}
     # A native file's init_params, in this order (the bytes of saved files depend on it).
     assert INIT_PARAMS == ("order", "smoothing", "k", "discount", "discount_fallback", "alpha", "lambdas", "prune",
-                           "prune_entropy", "compat")
+                           "prune_entropy", "compat", "interpolate", "gtmin", "gtmax")
     assert list(inspect.signature(NgramLM.__init__).parameters)[1:] == list(INIT_PARAMS)
     # Every parameter with an option is one NgramLM takes; the others are the API's (make_smoother).
     with_option = {p.name for i in REGISTERED for p in i.params if p.option}

@@ -38,8 +38,9 @@ def estimate_tables(counts: NgramCounts, *, vocab: Vocab, smoother: Smoother) ->
                            info={"k": float(smoother.k)}, **common)
     est: BackoffEstimate = smoother.estimate(counts, vocab.n_types)
     # float64 end to end, so every p(.|h) sums to 1 within 1e-9 (KenLM uses float32).
-    return NgramTables(kind="backoff", log10_prob=[np.asarray(p, dtype=np.float64) for p in est.log10_prob],
+    tables = NgramTables(kind="backoff", log10_prob=[np.asarray(p, dtype=np.float64) for p in est.log10_prob],
                        log10_backoff=[np.asarray(b, dtype=np.float64) for b in est.log10_backoff],
                        missing_backoff=float(est.missing_backoff), is_distribution=est.is_distribution,
                        info=est.info, **common)
+    return tables if est.keep is None else tables.subset(est.keep)
 

@@ -43,6 +43,9 @@ ROUTES = ("memory", "weighted", "streamed")
 Progress = Callable[..., None]
 
 
+COMPAT_TOOL = {"kenlm": "lmplz", "srilm": "SRILM's ngram-count"}
+
+
 @dataclass
 class BuildConfig:
     """Every choice of an n-gram build; :func:`build` runs it.  Checked when made (``InputError``)."""
@@ -53,7 +56,10 @@ class BuildConfig:
     smoother_params: dict = field(default_factory=dict)  # k, discount, discount_fallback, alpha, lambdas
     prune: Optional[Sequence[int]] = None
     prune_entropy: Optional[float] = None
-    compat: Optional[str] = None  # "kenlm": lmplz's conventions (one text, in memory)
+    interpolate: Optional[bool] = None  # SRILM's -interpolate, -gtNmin, -gtNmax (compat="srilm")
+    gtmin: Optional[Sequence[int]] = None
+    gtmax: Optional[Sequence[int]] = None
+    compat: Optional[str] = None  # "kenlm": lmplz's conventions, "srilm": ngram-count's (one text, in memory)
     # The text: corpus names, files or '-' (stdin); with ``files``, files only, always streamed.
     files: bool = False
     split: str = "train"  # the split of a named corpus
@@ -107,11 +113,12 @@ class BuildConfig:
         if self.weighted and streaming:
             raise InputError("count merging keeps each text's counts in memory", fix=f"drop {', '.join(streaming)}")
         if self.weighted and self.compat is not None:
-            raise InputError("compat='kenlm' reproduces lmplz on one text, and lmplz has no weights",
-                             fix="drop the weights or compat")
+            raise InputError(f"compat={self.compat!r} reproduces {COMPAT_TOOL[self.compat]} on one text, which has no "
+                             "weights", fix="drop the weights or compat")
         if self.compat is not None and streaming:
-            raise InputError("compat='kenlm' depends on the order words first appear in the text, which the "
-                             "streaming build does not keep",
+            why = ("depends on the order words first appear in the text, which the streaming build does not keep"
+                   if self.compat == "kenlm" else "is estimated in memory, from the whole text's counts")
+            raise InputError(f"compat={self.compat!r} {why}",
                              fix=f"train one text in memory: drop {', '.join(streaming)}")
         if self.limit_vocab is not None and self.estimation == "disk":
             raise InputError("limit_vocab limits the estimated model in memory, and estimation='disk' writes it "
@@ -125,7 +132,8 @@ class BuildConfig:
     def estimator_params(self) -> dict:
         """The estimator's keyword arguments (``NgramLM(**config.estimator_params())``)."""
         fixed = {"order": self.order, "smoothing": self.smoothing, "prune": self.prune,
-                 "prune_entropy": self.prune_entropy, "compat": self.compat}
+                 "prune_entropy": self.prune_entropy, "compat": self.compat,
+                 "interpolate": self.interpolate, "gtmin": self.gtmin, "gtmax": self.gtmax}
         return {p: fixed[p] if p in fixed else self.smoother_params.get(p) for p in INIT_PARAMS}
 
     @classmethod
@@ -462,7 +470,7 @@ def _estimate(texts: list, text: _Text, config: BuildConfig, estimator, smoother
         + (", limiting the vocabulary" if limit is not None else ""), stage=3)
     # compat='kenlm' prunes the unlisted words' n-grams inside the estimation, as lmplz does; otherwise
     # the estimated model is limited after (the closed-vocabulary renormalisation).
-    in_estimation = limit is not None and config.compat is not None
+    in_estimation = limit is not None and config.compat == "kenlm"
     if merged is not None:
         estimator.fit_counts(counts, vocab=text.vocab, smoother=merged)
     else:

@@ -80,10 +80,21 @@ from .common import MODEL_SUFFIXES_ARPA, save_model
 @click.option("--tune-weights", "tune_dev", default=None, metavar="DEV",
               help="Count merging: choose the weights that minimise the perplexity of DEV (a file, or a corpus "
                    "name for its valid split); the first TEXT keeps weight 1.")
-@click.option("--compat", type=click.Choice(["kenlm"]), default=None,
-              help="mkn/kn: reproduce lmplz's conventions bit for bit (its uniform floor counts its own <unk>; the "
-                   "last n-grams enter the discount statistics at raw count; float32 discounts).  Default: the "
-                   "textbook estimate (docs/kenlm.md).")
+@click.option("--compat", type=click.Choice(["kenlm", "srilm"]), default=None,
+              help="kenlm (mkn/kn): reproduce lmplz's conventions bit for bit (its uniform floor counts its own "
+                   "<unk>; the last n-grams enter the discount statistics at raw count; float32 discounts; "
+                   "docs/kenlm.md).  srilm: SRILM ngram-count's back-off models for katz (its default Good-Turing), "
+                   "wb, absolute, kn, mkn, addk and laplace: its count cut-offs (--gtmin), back-off form unless "
+                   "--interpolate, float32 values (docs/srilm.md).  Default: the textbook estimate.")
+@click.option("--interpolate", "interpolate", is_flag=True, default=None,
+              help="--compat srilm: SRILM's -interpolate (interpolated estimates; without it, the back-off form).")
+@click.option("--gtmin", "gtmin_spec", default=None, metavar="C1,C2,...",
+              help="--compat srilm: SRILM's -gtNmin per order, the last repeated: n-grams seen fewer times are not "
+                   "stored, their mass going to the back-off weight [SRILM's default: 1,1,2 (2 from trigrams on); "
+                   "1 keeps every n-gram].")
+@click.option("--gtmax", "gtmax_spec", default=None, metavar="K1,K2,...",
+              help="--compat srilm -s katz: SRILM's -gtNmax per order, the largest count Good-Turing discounts "
+                   "[SRILM's default: 1,7].")
 @data_dir_option
 @json_option
 @click.option("--model", "model_type", default="ngram", show_default=True,
@@ -92,8 +103,8 @@ from .common import MODEL_SUFFIXES_ARPA, save_model
 @tokenizer_options
 def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discount_fallback, alpha, lambdas, tune_on,
               prune_spec, prune_entropy, min_count, unk_min_count, limit_vocab_path, max_size, vocab_path, split,
-              memory, temp_dir, dask_address, estimation, weights_spec, tune_dev, compat, data_dir, as_json,
-              model_type, tokenizer, lower, normalize):
+              memory, temp_dir, dask_address, estimation, weights_spec, tune_dev, compat, interpolate, gtmin_spec,
+              gtmax_spec, data_dir, as_json, model_type, tokenizer, lower, normalize):
     """Train an n-gram model on TEXT: a file, '-' for stdin, or a corpus name (toy, ptb, ...).
 
     Without TEXT, text piped on stdin is read (as lmplz does); with nothing piped it is an error.
@@ -111,11 +122,18 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
         check_writable(output, what="model file")  # before any work: a bad path fails now, not after training
     params = _smoother_params(add_k, discount, discount_fallback, alpha, lambdas)
     prune = _number_list(prune_spec, int, "--prune", "use comma-separated integers, e.g. 0,1,1")
+    gtmin = _number_list(gtmin_spec, int, "--gtmin", "use comma-separated counts per order, e.g. 1,1,2")
+    gtmax = _number_list(gtmax_spec, int, "--gtmax", "use comma-separated counts per order, e.g. 1,7")
+    given = [o for o, v in (("--interpolate", interpolate), ("--gtmin", gtmin), ("--gtmax", gtmax)) if v is not None]
+    if given and compat != "srilm":
+        raise click.UsageError(f"{', '.join(given)}: SRILM's ngram-count option(s), for SRILM's estimation: add "
+                               "--compat srilm")
     min_count = _closed_vocabulary_min_count(min_count, unk_min_count, vocab_path)
     limit_words = _limit_words(limit_vocab_path, estimation)
     vocab, spec = _given_vocabulary(vocab_path, tokenizer_spec(tokenizer, lower, normalize))
     config = BuildConfig(order=order, smoothing=smoothing, smoother_params=params, prune=prune,
-                         prune_entropy=prune_entropy, compat=compat, split=split, data_dir=data_dir, tokenizer=spec,
+                         prune_entropy=prune_entropy, compat=compat, interpolate=interpolate, gtmin=gtmin,
+                         gtmax=gtmax, split=split, data_dir=data_dir, tokenizer=spec,
                          vocab=vocab, min_count=min_count, max_size=max_size, limit_vocab=limit_words,
                          limit_vocab_source=limit_vocab_path, tune_on=tune_on, memory=memory, temp_dir=temp_dir,
                          dask=dask_address, estimation=estimation or "auto", weights=weights, tune_weights_on=tune_dev,
@@ -157,8 +175,9 @@ def _check_options(texts, output, order_n, as_json, model_type, smoothing, memor
                                f"did you mean --order {output}?  (e.g. ngramlm train corpus.txt --order {output} "
                                "-o lm.arpa)")
     if compat is not None and streamed:
-        raise click.UsageError("--compat kenlm depends on the order words first appear in the text, which the "
-                               "streaming build does not keep: train one text in memory (drop --memory, --temp-dir, "
+        why = ("depends on the order words first appear in the text, which the streaming build does not keep"
+               if compat == "kenlm" else "estimates from the whole text's counts in memory")
+        raise click.UsageError(f"--compat {compat} {why}: train one text in memory (drop --memory, --temp-dir, "
                                "--dask, --estimation disk)")
     if as_json and output == "-":
         raise click.UsageError("--json and -o - would both write to stdout: write the model to a file")
@@ -189,7 +208,8 @@ def _check_weighted_options(texts, memory, temp_dir, dask_address, estimation, c
         raise click.UsageError("count merging keeps each text's counts in memory: drop --memory, --temp-dir, --dask "
                                "and --estimation disk")
     if compat is not None:
-        raise click.UsageError("--compat kenlm reproduces lmplz on one text, and lmplz has no weights: drop one")
+        raise click.UsageError(f"--compat {compat} reproduces {'lmplz' if compat == 'kenlm' else 'ngram-count'} on one "
+                               "text, which has no weights: drop one")
     if smoothing not in mergeable_smoothers():
         raise click.UsageError(f"count merging weights each text's smoothed statistics, defined here for "
                                f"{', '.join(mergeable_smoothers())}, not {smoothing}: train with --smoothing mkn")
@@ -294,6 +314,8 @@ def _report_model(built, output: str, as_json: bool, seconds: float) -> None:
     """The lines `train` prints after writing a model it estimated in memory."""
     lm = built.estimator
     click.echo(f"{lm!r} -> {output} ({seconds:.2f} s)", err=True)
+    for warning in (lm.info_ or {}).get("warnings", []):
+        click.echo(f"warning: {warning}", err=True)
     if lm.info_:
         click.echo(f"smoothing: {json.dumps(lm.info_)}", err=True)
     if as_json:

@@ -41,7 +41,8 @@ _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
 # The estimator's parameters a native file records (NgramLM's keyword arguments, in its signature's
 # order: the order of the file's JSON), so that loading gives back a model that refits as it was fitted.
 # The smoother's own come from the smoother registry.
-INIT_PARAMS = ("order", "smoothing", *(p.name for p in ESTIMATOR_PARAMS), "prune", "prune_entropy", "compat")
+INIT_PARAMS = ("order", "smoothing", *(p.name for p in ESTIMATOR_PARAMS), "prune", "prune_entropy", "compat",
+               "interpolate", "gtmin", "gtmax")
 
 
 def save_native(model, path: os.PathLike | str) -> None:
