@@ -80,7 +80,8 @@ class _Discount:
         """The coefficient ``d``; 0 for a count below the cut-off (the n-gram is not stored)."""
         if self.nodiscount():
             return np.ones_like(c)
-        return np.where(c < self.min_count, 0.0, self.coeff(c, T, N))
+        with np.errstate(divide="ignore", invalid="ignore"):  # rows of count 0 are not stored anyway
+            return np.where(c < self.min_count, 0.0, self.coeff(c, T, N))
 
     def lower_weight(self, T, N1, N2, N3):
         return np.zeros_like(T)
