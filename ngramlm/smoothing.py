@@ -681,25 +681,43 @@ class SmootherInfo:
     merges: bool = False  # count merging (ngramlm.builder.count_merge) weights its statistics
     out_of_core: bool = False  # the out-of-core estimation (ngramlm.builder.outofcore) implements it
     compat: bool = False  # has lmplz's form (compat="kenlm", ngramlm.kenlm_compat)
+    literature: str = ""  # how KenLM and SRILM spell it, so a reader can find a report's row in papers (docs/srilm.md)
 
 
 _KN = (DISCOUNT_FALLBACK, SmootherParam("discounts"))
 REGISTERED = (
     SmootherInfo("mkn", ModifiedKneserNey, "modified Kneser-Ney", aliases=("modified-kneser-ney",), params=_KN,
-                 fallback=(0.5, 1.0, 1.5), merges=True, out_of_core=True, compat=True),
+                 fallback=(0.5, 1.0, 1.5), merges=True, out_of_core=True, compat=True,
+                 literature="modified Kneser-Ney: KenLM's lmplz; SRILM's ngram-count -kndiscount -interpolate with "
+                            "no cut-offs (-gtNmin 1) within 1e-5 relative (--compat srilm: SRILM's to 1e-6)"),
     SmootherInfo("kn", KneserNey, "Kneser-Ney", aliases=("kneser-ney",), params=_KN, fallback=(0.5, 1.0, 1.5),
-                 merges=True, out_of_core=True, compat=True),
+                 merges=True, out_of_core=True, compat=True,
+                 literature="Kneser-Ney, one discount per order: SRILM's ngram-count -ukndiscount -interpolate with "
+                            "no cut-offs (--compat srilm: SRILM's exactly)"),
     SmootherInfo("absolute", AbsoluteDiscounting, "absolute discounting", aliases=("abs",),
-                 params=(DISCOUNT, DISCOUNT_FALLBACK), fallback=(0.5, 1.0, 1.5), merges=True),
-    SmootherInfo("wb", WittenBell, "Witten-Bell", aliases=("witten-bell",), merges=True),
-    SmootherInfo("jm", JelinekMercer, "Jelinek-Mercer", aliases=("jelinek-mercer",), params=(LAMBDAS,)),
-    SmootherInfo("katz", Katz, "Katz", params=(SmootherParam("k_max"), DISCOUNT_FALLBACK), fallback=True),
+                 params=(DISCOUNT, DISCOUNT_FALLBACK), fallback=(0.5, 1.0, 1.5), merges=True,
+                 literature="absolute discounting (Ney et al. 1994): SRILM's ngram-count -cdiscount D -interpolate, "
+                            "here with D = n1/(n1+2 n2) per order unless given"),
+    SmootherInfo("wb", WittenBell, "Witten-Bell", aliases=("witten-bell",), merges=True,
+                 literature="Witten-Bell: SRILM's ngram-count -wbdiscount -interpolate, with no cut-offs"),
+    SmootherInfo("jm", JelinekMercer, "Jelinek-Mercer", aliases=("jelinek-mercer",), params=(LAMBDAS,),
+                 literature="Jelinek-Mercer (deleted interpolation), one weight per order tuned on held-out text; "
+                            "neither KenLM nor SRILM's ngram-count estimates it"),
+    SmootherInfo("katz", Katz, "Katz", params=(SmootherParam("k_max"), DISCOUNT_FALLBACK), fallback=True,
+                 literature="Katz back-off with Good-Turing discounts: SRILM's ngram-count default, but here counts "
+                            "1..5 discounted at every order and no cut-offs (--compat srilm: SRILM's -gt1max 1, "
+                            "-gtNmax 7, -gt3min 2)"),
     SmootherInfo("stupid", StupidBackoff, "stupid backoff", aliases=("stupid-backoff",), params=(ALPHA,),
-                 probability=False),
-    SmootherInfo("addk", AdditiveSmoother, "add-k", aliases=("lidstone", "add-k"), params=(K,), form="additive"),
+                 probability=False,
+                 literature="stupid backoff (Brants et al. 2007): scores, not probabilities; not in KenLM or SRILM"),
+    SmootherInfo("addk", AdditiveSmoother, "add-k", aliases=("lidstone", "add-k"), params=(K,), form="additive",
+                 literature="add-k (Lidstone) at the highest order; SRILM's -addsmooth K is add-k inside its back-off "
+                            "form (--compat srilm)"),
     SmootherInfo("laplace", AdditiveSmoother, "Laplace (add-1)", aliases=("add-one",), form="additive",
-                 fixed={"k": 1.0}),
-    SmootherInfo("mle", AdditiveSmoother, "MLE", form="additive", fixed={"k": 0.0}),
+                 fixed={"k": 1.0}, literature="Laplace (add-one) at the highest order; SRILM's -addsmooth 1 is add-one "
+                                              "inside its back-off form (--compat srilm)"),
+    SmootherInfo("mle", AdditiveSmoother, "MLE", form="additive", fixed={"k": 0.0},
+                 literature="maximum likelihood at the highest order: unseen events get probability 0"),
 )
 SMOOTHER_INFO = {i.name: i for i in REGISTERED}
 SMOOTHERS = {i.name: i.cls for i in REGISTERED}  # name -> class

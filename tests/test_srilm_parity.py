@@ -196,3 +196,19 @@ def test_ptb_katz_and_character_mkn_train_with_warnings(shared_corpora, tmp_path
     assert code == 0, err
     assert "warning: cannot estimate Kneser-Ney discounts for 1-grams" in err and "[0.5, 1.0, 1.5]" in err
     assert env  # the data directory is passed as an option, as a user would
+
+
+def test_compare_rows_name_each_smoother_as_kenlm_and_srilm_spell_it(toy_dataset):
+    """A report's n-gram row carries the SRILM/KenLM spelling of its smoother, shown once as a numbered
+    note that every row of that smoother refers to."""
+    from ngramlm import NgramCounts
+    from reports.experiments.ngram_part import ngram_row
+    from reports.render.report import _footnotes, _row
+
+    ds = toy_dataset
+    counts = NgramCounts.from_encoded(ds["train"], order=2, vocab_size=len(ds.vocab))
+    rows = [_row(ngram_row(s, 2, counts, ds)[0]) for s in ("mkn", "wb", "mkn")]
+    notes = {n["text"] for n in _footnotes(rows)}
+    assert any("-kndiscount -interpolate" in n and "lmplz" in n for n in notes)
+    assert any("-wbdiscount -interpolate" in n for n in notes)
+    assert rows[0]["refs"] == rows[2]["refs"] != rows[1]["refs"]

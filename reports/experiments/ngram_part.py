@@ -16,7 +16,7 @@ from corpora.errors import InputError
 from corpora.vocab import BOS_ID, EncodedText
 from ngramlm import NgramCounts, NgramLM
 from corpora.accounting import report_from_log10
-from ngramlm.smoothing import REGISTERED
+from ngramlm.smoothing import REGISTERED, SMOOTHER_INFO
 from ngramlm.sparsity import flat_row, sparsity_table
 
 LOG2_10 = math.log2(10.0)
@@ -153,6 +153,7 @@ def ngram_row(smoother: str, order: int, counts: NgramCounts, data, fraction: fl
         "size": None,
         "size_unit": "n-gram entries",
         "note": note,
+        "aka": SMOOTHER_INFO[smoother].literature if smoother in SMOOTHER_INFO else None,
         "error": error,
         "valid": None,
         "test": None,

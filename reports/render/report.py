@@ -66,7 +66,7 @@ def _row(r: dict, warning: Optional[str] = None, unit: str = "s") -> dict:
     zero = (f"infinite perplexity: {t['zero_probs']:,} test tokens have probability 0"
             if t and t.get("ppl") is None and t.get("zero_probs") else None)
     notes = [x for x in (warning and f"⚠ undertrained: {warning}", r.get("error") and f"not estimated: {r['error']}",
-                         zero, r.get("note")) if x]
+                         zero, r.get("note"), r.get("aka")) if x]
     cached = "scored" if r.get("stopped") == "adopted" else {True: "from the cache", False: "trained in this run"}.get(
         r.get("cached"), "")
     out = {
