@@ -10,6 +10,7 @@ Sub-commands (``python benchmarks/bench_neural.py COMMAND --help``):
                 and reports wall time, tokens/s, valid and test perplexity.
 ``char``        a character-level run on The Time Machine; bits per character on the held-out tail.
 ``budget``      ``neural train --time-budget`` with CPU-bound jobs started beside it: used vs budget.
+``labs``        each lab quiet, then beside CPU-bound jobs with the shared-cores thread rule on and off.
 
 Perplexities come from the toolkit's full-pass evaluator (full softmax over the
 ``n_types`` predicted types, every token of the split scored once).
@@ -428,6 +429,50 @@ def budget(minutes, hogs, delay, corpus):
             click.echo(line)
     click.echo(f"{hogs} hogs from {delay:g} s: budget {minutes:g} min, wall {wall / 60:.2f} min "
                f"({100 * (wall / (60 * minutes) - 1):+.0f} %), exit {r.returncode}")
+
+
+@cli.command()
+@click.argument("names", nargs=-1)
+@click.option("--hogs", type=int, default=2, show_default=True, help="CPU-bound processes beside the loaded runs.")
+@click.option("--without-rule/--no-without-rule", default=True, show_default=True,
+              help="Also run each lab beside the hogs with the thread rule off (NGRAMLM_THREAD_RULE=off): torch's "
+                   "default thread count, what the labs did before the rule.")
+def labs(names, hogs, without_rule):
+    """Each lab at its default size: quiet, then beside HOGS CPU-bound processes (the shared-cores thread
+    rule on, and off); wall seconds and the ratio to the quiet run (the target: within 2x)."""
+    import subprocess
+    import tempfile
+
+    from labs import LABS
+
+    repo = Path(__file__).resolve().parents[1]
+
+    def run_lab(name: str, n_hogs: int, rule: bool) -> float:
+        procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n_hogs)]
+        env = dict(os.environ, **({} if rule else {"NGRAMLM_THREAD_RULE": "off"}))
+        try:
+            with tempfile.TemporaryDirectory() as out:
+                t0 = time.perf_counter()
+                r = subprocess.run([sys.executable, "-c", "import cli; cli.main()", "lab", name, "-o", out],
+                                   capture_output=True, text=True, cwd=str(repo), env=env)
+                wall = time.perf_counter() - t0
+        finally:
+            for p in procs:
+                p.kill()
+        if r.returncode:
+            raise click.ClickException(f"lab {name}: {r.stderr[-500:]}")
+        return wall
+
+    click.echo(f"load average before: {os.getloadavg()[0]:.2f}")
+    click.echo(f"| lab | quiet (s) | {hogs} hogs, rule on (s) | ratio |" + (" rule off (s) | ratio |" if without_rule else ""))
+    for name in names or list(LABS):
+        quiet = run_lab(name, 0, True)
+        on = run_lab(name, hogs, True)
+        row = f"| {name} | {quiet:.1f} | {on:.1f} | {on / quiet:.2f} |"
+        if without_rule:
+            off = run_lab(name, hogs, False)
+            row += f" {off:.1f} | {off / quiet:.2f} |"
+        click.echo(row)
 
 
 if __name__ == "__main__":

@@ -40,8 +40,12 @@ def lab_cmd(name: str | None, out_dir: Path, seed: int, data_dir: str | None, qu
         kwargs["quick"] = True
     if data_dir is not None and "data_dir" in inspect.signature(module.run).parameters:  # the labs reading a corpus
         kwargs["data_dir"] = data_dir
+    from neural.training.contention import thread_rule
+
     t0 = time.perf_counter()
-    result = module.run(**kwargs)
+    # The shared-cores rule: one torch thread while other processes use the cores, re-measured as it trains.
+    with thread_rule(log=lambda m: click.echo(m, err=True)):
+        result = module.run(**kwargs)
     seconds = time.perf_counter() - t0
     folder = write_lab(result, out_dir=out_dir)
     click.echo(f"{result.title}  [{result.section}]")

@@ -34,8 +34,14 @@ def _echo_err(msg: str) -> None:
 
 
 def fit_and_report(trainer, command: str):
-    """``trainer.fit()``, then the one-line summary; an interrupted run says how to continue and exits 130."""
-    result = trainer.fit()
+    """``trainer.fit()`` under the shared-cores thread rule (one torch thread while other processes use the
+    cores), then the one-line summary; an interrupted run says how to continue and exits 130."""
+    import torch
+
+    from ..training.contention import thread_rule
+
+    with thread_rule(torch.get_num_threads(), log=_echo_err):
+        result = trainer.fit()
     _echo_err(f"stopped: {result.stopped} after {result.epochs_done:.2f} epochs, {result.steps} steps, "
               f"{result.seconds:.1f} s, {result.tokens_per_second:,.0f} tokens/s; best valid ppl {result.best_val_ppl:.2f}")
     if result.stopped == "interrupted":

@@ -204,8 +204,13 @@ def pretrain_cmd(corpus, size, minutes, max_steps, batch_size, lr, warmup, eval_
     _echo_err(f"{model.describe()}\n{cfg}\ncorpus {corpus}: {len(splits['train']):,} training sentences, "
               f"{sum(map(len, splits['train'])):,} words, {vocab.n_words:,} word types -> {out}")
     data_info = {"corpus": corpus, "tokenizer": vocab.tokenizer.to_dict() if vocab.tokenizer else None}
-    result = pretrain(model, vocab, splits["train"], splits["valid"], cfg, out=out, log=_echo_err,
-                      data_info=data_info)
+    import torch
+
+    from neural.training.contention import thread_rule
+
+    with thread_rule(torch.get_num_threads(), log=_echo_err):  # one torch thread while other processes use the cores
+        result = pretrain(model, vocab, splits["train"], splits["valid"], cfg, out=out, log=_echo_err,
+                          data_info=data_info)
     _echo_err(f"stopped: {result.stopped} after {result.steps} steps, {result.pairs:,} pairs, {result.seconds:.1f} s")
     summary = {"checkpoint": out, "corpus": corpus, "size": size, "stopped": result.stopped, "steps": result.steps,
                "seconds": result.seconds, "valid": result.valid.to_dict() if result.valid else None, "test": None}

@@ -118,7 +118,10 @@ def neural_row(name: str, settings: dict, data, checkpoint: Path, train: Optiona
             trainer = Trainer(model, data.vocab, train.ids, data["valid"].ids, tcfg, out=checkpoint, progress=False,
                               log=quiet, data_info=data_info, clock_start=t0, **budget_kw)
             done = 0.0
-        result = trainer.fit()
+        from neural.training.contention import thread_rule
+
+        with thread_rule():  # --threads > 1: one torch thread while other processes use the cores
+            result = trainer.fit()
     except InputError as exc:  # e.g. too few tokens for one batch
         row["error"] = str(exc)
         return row, {}

@@ -353,7 +353,10 @@ def translator_row(settings: dict, par, checkpoint: Path, *, log=None, warn=None
             model.src_vocab = par.src_vocab
             trainer = Seq2SeqTrainer(model, par.tgt_vocab, train, valid, tcfg, out=checkpoint, clock_start=t0, **kw)
             done = 0.0
-        result = trainer.fit()
+        from neural.training.contention import thread_rule
+
+        with thread_rule():  # --threads > 1: one torch thread while other processes use the cores
+            result = trainer.fit()
     except InputError as exc:
         row["error"] = str(exc)
         return row, {}
