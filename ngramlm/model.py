@@ -139,8 +139,10 @@ class NgramLM(Scorer):
         if limit_vocab is not None:
             from .tools.vocab_filter import limit_vocabulary
 
+            # compat="srilm": SRILM's -limit-vocab (the n-grams outside the list dropped, no number changed).
             self.vocab_limit_ = limit_vocabulary(self, words=limit_vocab, source=limit_vocab_source,
-                                                 lmplz=self.compat == "kenlm")
+                                                 lmplz=self.compat == "kenlm",
+                                                 compat="srilm" if self.compat == "srilm" else None)
             self._set_tables(self.vocab_limit_.tables)
         return self
 
@@ -209,8 +211,9 @@ class NgramLM(Scorer):
         before = list(self.n_ngrams_)
         if self.prune is not None and any(self.prune):
             self._set_tables(prune_counts(self, [t.count for t in counts.tables], list(self.prune)))
-        if self.prune_entropy:
-            self._set_tables(prune_entropy(self, float(self.prune_entropy)))
+        if self.prune_entropy:  # compat="srilm": SRILM's -prune, its float arithmetic included
+            self._set_tables(prune_entropy(self, float(self.prune_entropy),
+                                           compat="srilm" if self.compat == "srilm" else None))
         self.info_ = dict(self.info_, pruned={"cutoffs": None if self.prune is None else list(self.prune),
                                               "entropy_threshold": self.prune_entropy,
                                               "ngrams_before": before, "ngrams_after": list(self.n_ngrams_)})

@@ -212,3 +212,32 @@ def test_compare_rows_name_each_smoother_as_kenlm_and_srilm_spell_it(toy_dataset
     assert any("-kndiscount -interpolate" in n and "lmplz" in n for n in notes)
     assert any("-wbdiscount -interpolate" in n for n in notes)
     assert rows[0]["refs"] == rows[2]["refs"] != rows[1]["refs"]
+
+
+def test_train_compat_srilm_prunes_and_limits_as_ngram_does():
+    """`train --compat srilm` end to end with SRILM's other steps: -prune on the estimated model and
+    -limit-vocab on it give the files SRILM wrote (tests/data/srilm/tools/README.md has the commands)."""
+    tools = DATA / "tools"
+    c = generate_corpus()
+    toy5, toy_a = c.splits["train"][:500], c.splits["train"][:1500]
+    v5 = Vocab().fit(toy5)
+    pruned = NgramLM(order=5, smoothing="kn", compat="srilm", interpolate=True, gtmin=[1],
+                     prune_entropy=1e-5).fit(v5.encode_sentences(toy5), vocab=v5)
+    _same_entries(_entries(pruned), _arpa_entries(tools / "toy5.prune1e-5.arpa.gz"))
+    va = Vocab().fit(toy_a)
+    words = (tools / "words.txt").read_text().split()
+    limited = NgramLM(order=3, smoothing="mkn", compat="srilm", interpolate=True).fit(
+        va.encode_sentences(toy_a), vocab=va, limit_vocab=words)
+    _same_entries(_entries(limited), _arpa_entries(tools / "toyA.limit.arpa.gz"))
+
+
+def _same_entries(ours: dict, theirs: dict) -> None:
+    ours = {g: v for g, v in ours.items() if g in theirs or v[0] > -np.inf}  # words outside a limited list
+    assert set(ours) == set(theirs), (len(set(ours) - set(theirs)), len(set(theirs) - set(ours)))
+    for g, (p, b) in theirs.items():
+        q, c = ours[g]
+        for x, y in ((p, q), (b, c)):
+            if x <= -99:
+                assert y == -np.inf or y <= -99, (g, x, y)
+            else:
+                assert abs(x - y) <= 1e-6, (g, x, y)

@@ -58,9 +58,15 @@ def eval_limit(original, limited, sentences, where: str) -> dict:
 @click.option("--eval", "eval_text", default=None, metavar="TEXT",
               help="Also score this text (a file, '-', or a corpus name: its test split) with both models: "
                    "the words outside the list are OOVs of the limited model, scored as <unk>.")
+@click.option("--compat", type=click.Choice(["srilm"]), default=None,
+              help="SRILM's -limit-vocab instead: keep the same n-grams but change no number (the model then "
+                   "sums to less than one; every listed word keeps the full model's probability).")
+@click.option("--renorm", is_flag=True,
+              help="With --compat srilm: also SRILM's -renorm (back-off weights recomputed; the unigram mass "
+                   "the removed words leave goes to the listed words the model lacks, or to every word).")
 @data_dir_option
 @json_option
-def filter_cmd(vocab_path, model_path, output, eval_text, data_dir, as_json):
+def filter_cmd(vocab_path, model_path, output, eval_text, compat, renorm, data_dir, as_json):
     """Limit MODEL to the words of VOCAB_FILE (a recogniser's lexicon, one word a line): keep the n-grams
     all of whose words are listed (<s>, </s> and <unk> always), give the removed words' probability to
     <unk>, and renormalise the back-off weights so every context sums to one over the list plus <unk>.
@@ -71,6 +77,7 @@ def filter_cmd(vocab_path, model_path, output, eval_text, data_dir, as_json):
 
     \b
     ngramlm filter words.txt lm.arpa -o lm.words.arpa --eval test.txt
+    ngramlm filter words.txt lm.arpa -o lim.arpa --compat srilm   # = ngram -lm lm.arpa -vocab words.txt -limit-vocab
     """
     from .common import save_model
     from ..io.native import INIT_PARAMS
@@ -79,12 +86,15 @@ def filter_cmd(vocab_path, model_path, output, eval_text, data_dir, as_json):
     from ..tools.vocab_filter import check_limitable, limit_vocabulary, read_word_list
 
     t0 = time.perf_counter()
+    if renorm and compat != "srilm":
+        raise click.UsageError("--renorm is SRILM's -renorm after its -limit-vocab: add --compat srilm (without it "
+                               "the back-off weights are always renormalised)")
     check_writable(output, what="model file")  # a bad path fails now, before any work
     words = read_word_list(vocab_path)
     model = load_any(model_path, ngrams=True)
     check_limitable(model, name=model_path)
     sentences, where = _eval_texts(eval_text, data_dir=data_dir, vocab=model.vocab_) if eval_text else (None, None)
-    res = limit_vocabulary(model, words=words, source=vocab_path)
+    res = limit_vocabulary(model, words=words, source=vocab_path, compat=compat, renorm=renorm)
     if res.missing:
         shown = ", ".join(res.missing[:5]) + (" ..." if len(res.missing) > 5 else "")
         click.echo(f"note: {len(res.missing)} words of {vocab_path} are not in the model's vocabulary ({shown}); "
@@ -103,14 +113,21 @@ def filter_cmd(vocab_path, model_path, output, eval_text, data_dir, as_json):
     _print_summary(result, model)
 
 
+LIMIT_NOTES = {
+    "closed": "the removed words' unigram probability goes to <unk>; back-off weights renormalised",
+    "srilm": "SRILM's -limit-vocab: no number changed, so the model sums to less than one",
+    "srilm-renorm": "SRILM's -limit-vocab -renorm: back-off weights recomputed, the removed words' unigram mass "
+                    "spread over the listed words the model lacks (or over every word)",
+}
+
+
 def _print_summary(r: dict, model) -> None:
     click.echo(f"limited {r['model']} ({model.order_}-gram {model.smoother_name_}) to {r['words_file']}: "
                f"{r['kept_words']} of its words kept, {r['removed_words']} removed (<s>, </s>, <unk> always kept)")
     click.echo(f"{'order':>6} {'before':>10} {'after':>10}")
     for k, (b, a) in enumerate(zip(r["ngrams_before"], r["ngrams_after"]), start=1):
         click.echo(f"{k:>6} {b:>10} {a:>10}")
-    click.echo(f"p(<unk>) {r['unk_prob_before']:.6g} -> {r['unk_prob_after']:.6g} (the removed words' unigram "
-               "probability goes to <unk>; back-off weights renormalised)")
+    click.echo(f"p(<unk>) {r['unk_prob_before']:.6g} -> {r['unk_prob_after']:.6g} ({LIMIT_NOTES[r['method']]})")
     click.echo(f"wrote {r['output']}: {r['bytes']} bytes ({r['seconds']:.1f} s)")
     if "eval" in r:
         e = r["eval"]

@@ -49,18 +49,25 @@ def read_encoded(source: str, *, split: str, data_dir, vocab):
 @click.option("--eval", "eval_text", default=None, metavar="TEXT",
               help="Also score this text (a file, '-', or a corpus name: its test split) and print the static "
                    "mixture's perplexity, the dynamic interpolation's and each model's.")
+@click.option("--compat", type=click.Choice(["srilm"]), default=None,
+              help="SRILM's conventions (ngram -mix-lm ... -write-lm, compute-best-mix): a word a model lacks "
+                   "gets probability 0 from it, not a share of its <unk>; three or more models are mixed "
+                   "pairwise in order; --best-mix scores the text with each model alone (a word it lacks is "
+                   "its <unk>) and runs EM from 0.5,... to a precision of 0.001.")
 @data_dir_option
 @json_option
-def mix_cmd(models, output, lambdas, dev_text, log_linear, eval_text, data_dir, as_json):
+def mix_cmd(models, output, lambdas, dev_text, log_linear, eval_text, compat, data_dir, as_json):
     """Mix back-off models into one (a static mixture): the union of their n-grams, each probability
     interpolated through every model's own back-off, back-off weights renormalised.
 
     The vocabularies are united by word; a word a model lacks gets that model's <unk> probability,
-    shared among the words it lacks by their unigram probability in the other models (docs/asr.md).
+    shared among the words it lacks by their unigram probability in the other models (docs/asr.md);
+    with --compat srilm it gets 0 from that model, as in SRILM (docs/srilm.md).
 
     \b
     ngramlm mix general.arpa indomain.arpa -o mix.arpa --best-mix dev.txt --eval test.txt
     ngramlm mix a.arpa b.arpa c.npz -o mix.npz --lambda 0.5,0.3,0.2
+    ngramlm mix a.arpa b.arpa -o mix.arpa --lambda 0.5,0.5 --compat srilm   # = ngram -lm a -mix-lm b -lambda 0.5
     """
     import numpy as np
 
@@ -68,8 +75,8 @@ def mix_cmd(models, output, lambdas, dev_text, log_linear, eval_text, data_dir, 
 
     from .common import save_model
     from ..loading import load_any
-    from ..tools.mix import (best_mix, check_mixable, check_weights, component_token_log10, dynamic_log10,
-                             mix_tables, union_vocabulary)
+    from ..tools.mix import (best_mix, best_mix_srilm, check_mixable, check_weights, component_token_log10,
+                             dynamic_log10, mix_tables, mix_tables_pairwise, own_token_log10, union_vocabulary)
     from ..model import NgramLM
 
     t0 = time.perf_counter()
@@ -78,6 +85,10 @@ def mix_cmd(models, output, lambdas, dev_text, log_linear, eval_text, data_dir, 
     if (lambdas is None) == (dev_text is None):
         raise click.UsageError("give the weights with --lambda L1,L2,... or have them tuned with --best-mix DEV_TEXT "
                                "(one of the two)")
+    srilm = compat == "srilm"
+    if srilm and log_linear:
+        raise click.UsageError("--compat srilm reproduces ngram -mix-lm's linear static mixture; SRILM writes no "
+                               "log-linear one (-loglinear-mix is dynamic): drop one of the two")
     if log_linear and dev_text is not None:
         raise click.UsageError("--best-mix tunes the weights of a linear mixture (EM); a log-linear one needs its "
                                "weights: give --lambda (e.g. the ones --best-mix found)")
@@ -97,7 +108,7 @@ def mix_cmd(models, output, lambdas, dev_text, log_linear, eval_text, data_dir, 
     say("indexing the models' n-grams")
     for m in lms:
         m.build_index()  # hash lookups: every union n-gram is scored by every model
-    union = union_vocabulary(lms)
+    union = union_vocabulary(lms, lacking="zero" if srilm else "share")
     vocab_note = _vocabulary_note(lms, names, union)
     # Read every text before anything is written, so a bad one leaves no output behind.
     dev = read_encoded(dev_text, split="valid", data_dir=data_dir, vocab=union.vocab) if dev_text else None
@@ -109,9 +120,12 @@ def mix_cmd(models, output, lambdas, dev_text, log_linear, eval_text, data_dir, 
     if dev is not None:
         enc, _, where = dev
         say(f"scoring {where} ({enc.n_words:,} words) with each model")
-        comp = np.stack([component_token_log10(m, enc, union=union, index=i) for i, m in enumerate(lms)])
-        say("EM on the weights")
-        fit = best_mix(comp)
+        # SRILM tunes on each model's own ppl stream (-debug 2), so a word a model lacks is its <unk> there,
+        # although the static mixture then gives it 0 from that model.
+        stream = own_token_log10 if srilm else component_token_log10
+        comp = np.stack([stream(m, enc, union=union, index=i) for i, m in enumerate(lms)])
+        say("EM on the weights" + (" (compute-best-mix's start and precision)" if srilm else ""))
+        fit = best_mix_srilm(comp) if srilm else best_mix(comp)
         weights = fit.weights
         uniform = [1.0 / len(lms)] * len(lms)
         dev_ppl = float(10.0 ** (-fit.log10_prob / fit.tokens))
@@ -121,14 +135,19 @@ def mix_cmd(models, output, lambdas, dev_text, log_linear, eval_text, data_dir, 
                               "converged": fit.converged, "lambda": weights, "dev_ppl": dev_ppl,
                               "dev_ppl_uniform": uni_ppl}
         if not as_json:
+            precision = "0.001, compute-best-mix's" if srilm else "1e-6"
             click.echo(f"best-mix: EM on {where} ({fit.tokens} tokens): "
-                       + (f"converged after {fit.iterations} iterations (no weight moved by 1e-6)" if fit.converged
-                          else f"stopped after {fit.iterations} iterations, not converged"))
-            click.echo(f"lambda {','.join(f'{w:.6f}' for w in weights)}")
+                       + (f"converged after {fit.iterations} iterations (no weight moved by more than {precision})"
+                          if fit.converged else f"stopped after {fit.iterations} iterations, not converged"))
+            # compute-best-mix prints its weights with 6 significant digits; so does --compat srilm.
+            click.echo(f"lambda {','.join((f'{w:.6g}' if srilm else f'{w:.6f}') for w in weights)}")
             click.echo(f"dev ppl= {dev_ppl:.2f} (dynamic mixture; uniform lambda: {uni_ppl:.2f})")
     result["lambda"] = weights
     say(f"mixing every n-gram of the {len(lms)} models (the union, each scored by every model)")
-    tables = mix_tables(lms, weights=weights, union=union, log_linear=log_linear, names=names)
+    if srilm:  # ngram's steps and arithmetic, also for two models (its lambda is 1 - w_2 / (w_1 + w_2))
+        tables = mix_tables_pairwise(lms, weights=weights, union=union, names=names)
+    else:
+        tables = mix_tables(lms, weights=weights, union=union, log_linear=log_linear, names=names)
     mixed = NgramLM.from_tables(tables, order=tables.order, smoothing=None)
     say(f"writing {output}")
     save_model(mixed, output)
@@ -142,8 +161,12 @@ def mix_cmd(models, output, lambdas, dev_text, log_linear, eval_text, data_dir, 
         enc, oov, where = evl
         static = mixed.perplexity_report(enc, oov=oov)
         comp = np.stack([component_token_log10(m, enc, union=union, index=i) for i, m in enumerate(lms)])
+        # Each model alone: under SRILM's convention a word it lacks is its <unk> (as ngram -ppl scores
+        # it by itself), not the 0 it gives that word inside the mixture.
+        alone = np.stack([own_token_log10(m, enc, union=union, index=i) for i, m in enumerate(lms)]) if srilm \
+            else comp
         ev = {"text": where, "tokens": static.tokens, "oovs": static.oovs, "static_ppl": static.ppl,
-              "models_ppl": [report_from_log10(c, oov, enc.n_sentences).ppl for c in comp]}
+              "models_ppl": [report_from_log10(c, oov, enc.n_sentences).ppl for c in alone]}
         if not log_linear:
             ev["dynamic_ppl"] = report_from_log10(dynamic_log10(comp, weights), oov, enc.n_sentences).ppl
         result["eval"] = ev
@@ -158,7 +181,8 @@ def mix_cmd(models, output, lambdas, dev_text, log_linear, eval_text, data_dir, 
                 click.echo(f"  ppl= {ev['dynamic_ppl']:10.2f}  dynamic interpolation (the static mixture is "
                            f"{rel:+.2f} % from it)")
             for name, p in zip(names, ev["models_ppl"]):
-                click.echo(f"  ppl= {p:10.2f}  {name} alone (over the mixture's vocabulary)")
+                over = "its own vocabulary: a word it lacks is its <unk>" if srilm else "over the mixture's vocabulary"
+                click.echo(f"  ppl= {p:10.2f}  {name} alone ({over})")
     if as_json:
         click.echo(json.dumps(result, indent=2))
 
@@ -168,6 +192,7 @@ def _vocabulary_note(models, names, union) -> str:
     if not any(union.lacking):
         return ""
     parts = [f"{name} lacks {len(lack)}" for name, lack in zip(names, union.lacking) if lack]
+    how = ("which get probability 0 from that model (SRILM's convention)" if union.lacking_rule == "zero" else
+           "which get that model's <unk> probability, shared by their unigram probability in the other models")
     return (f"vocabularies differ: the mixture has the union, {union.vocab.n_types} types; {', '.join(parts)} "
-            "of its words, which get that model's <unk> probability, shared by their unigram probability in "
-            "the other models")
+            f"of its words, {how}")

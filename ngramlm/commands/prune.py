@@ -52,7 +52,7 @@ def _pruned_model(model, tables, threshold: float, before: list, how: dict):
     return pruned
 
 
-def _write_within(model, scores, limit: int, output: str, *, arpa: bool, say=None) -> tuple:
+def _write_within(model, scores, limit: int, output: str, *, arpa: bool, say=None, compat=None) -> tuple:
     """Prune to the largest model whose file at ``output`` has at most ``limit`` bytes: estimate, write,
     measure, and correct the estimate by what the write showed (aiming lower after a file too big,
     higher after one more than BYTES_SLACK short).  Returns (search, model, bytes, writes)."""
@@ -65,7 +65,7 @@ def _write_within(model, scores, limit: int, output: str, *, arpa: bool, say=Non
         trial = folder / out.name  # the output's name, so its suffix picks the same format
         kept = folder / ("kept-" + out.name)
         nothing = [None] + [m & False for m in scores.protected[1:]]  # the model cut to its unigrams
-        save_model(_pruned_model(model, prune_with(model, nothing), 0.0, [], {}), str(trial))
+        save_model(_pruned_model(model, prune_with(model, nothing, compat=compat), 0.0, [], {}), str(trial))
         sizes = ByteModel(model, arpa=arpa, fixed_bytes=trial.stat().st_size)
         budget, best, written = limit, None, 0
         for attempt in range(1, MAX_BYTE_ATTEMPTS + 1):
@@ -74,7 +74,7 @@ def _write_within(model, scores, limit: int, output: str, *, arpa: bool, say=Non
             if best is not None and found.threshold == best[0].threshold:
                 break  # the correction moved nothing
             predicted = sizes.estimate(found.keep)
-            pruned = _pruned_model(model, prune_with(model, found.keep), found.threshold,
+            pruned = _pruned_model(model, prune_with(model, found.keep, compat=compat), found.threshold,
                                    [int(n) for n in model.n_ngrams_],
                                    {"max_bytes": limit, "estimated_bytes": predicted})
             save_model(pruned, str(trial))
@@ -114,15 +114,21 @@ def _write_within(model, scores, limit: int, output: str, *, arpa: bool, say=Non
 @click.option("--eval", "eval_text", default=None, metavar="TEXT",
               help="Print the perplexity before and after on this text (a file, '-', or a corpus name: its test "
                    "split).")
+@click.option("--compat", type=click.Choice(["srilm"]), default=None,
+              help="Score the n-grams in SRILM's own arithmetic (ngram -prune: single-precision log "
+                   "probabilities), so the n-grams that score within ~1e-5 (relative) of the threshold go or "
+                   "stay exactly as SRILM decides.  What is kept otherwise is SRILM's rule either way.")
 @data_dir_option
 @json_option
-def prune_cmd(model_path, output, max_ngrams, max_bytes, threshold, protect_path, eval_text, data_dir, as_json):
+def prune_cmd(model_path, output, max_ngrams, max_bytes, threshold, protect_path, eval_text, compat, data_dir,
+              as_json):
     """Entropy-prune MODEL (Stolcke 1998, back-off weights renormalised) to a size: the threshold is found
     by bisection (on its log) for the largest model within --size n-grams or --max-bytes of file.
 
     \b
     ngramlm prune lm.arpa -o small.arpa --size 1000000 --eval test.txt
     ngramlm prune lm.arpa -o small.npz --max-bytes 20M --protect names.txt
+    ngramlm prune kn5.arpa -o p.arpa --threshold 1e-8 --compat srilm   # = ngram -order 5 -lm kn5.arpa -prune 1e-8
     """
     from .common import MODEL_SUFFIXES_ARPA, save_model
     from ..loading import load_any
@@ -148,7 +154,7 @@ def prune_cmd(model_path, output, max_ngrams, max_bytes, threshold, protect_path
     evl = read_encoded(eval_text, split="test", data_dir=data_dir, vocab=model.vocab_) if eval_text else None
     before = [int(n) for n in model.n_ngrams_]
     say(f"scoring the removal of {sum(before[1:]):,} n-grams (relative entropy)")
-    scores = prune_scores(model, protect_words=words)
+    scores = prune_scores(model, protect_words=words, compat=compat)
     if scores.unknown_words:
         shown = ", ".join(scores.unknown_words[:5]) + (" ..." if len(scores.unknown_words) > 5 else "")
         click.echo(f"note: {len(scores.unknown_words)} protected words are not in the model's vocabulary "
@@ -158,19 +164,20 @@ def prune_cmd(model_path, output, max_ngrams, max_bytes, threshold, protect_path
     if threshold is not None:
         keep = keep_masks(scores, threshold)
         search, how = None, {"threshold_given": threshold}
-        pruned = _pruned_model(model, prune_with(model, keep), threshold, before, how)
+        pruned = _pruned_model(model, prune_with(model, keep, compat=compat), threshold, before, how)
         save_model(pruned, output)
         found_threshold, steps = threshold, 0
     elif max_ngrams is not None:
         search = search_threshold(scores, lambda keep: sum(int(m.sum()) for m in keep[1:]) <= max_ngrams,
                                   what=f"--size {max_ngrams}", progress=say)
-        pruned = _pruned_model(model, prune_with(model, search.keep), search.threshold, before,
+        pruned = _pruned_model(model, prune_with(model, search.keep, compat=compat), search.threshold, before,
                                {"max_ngrams": max_ngrams})
         save_model(pruned, output)
         found_threshold, steps = search.threshold, search.steps
     else:
         search, pruned, written, attempts = _write_within(model, scores, limit, output,
-                                                          arpa=str(output).endswith(MODEL_SUFFIXES_ARPA), say=say)
+                                                          arpa=str(output).endswith(MODEL_SUFFIXES_ARPA), say=say,
+                                                          compat=compat)
         found_threshold, steps = search.threshold, search.steps
     if written is None:
         written = Path(output).stat().st_size

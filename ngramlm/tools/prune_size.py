@@ -1,8 +1,9 @@
 """Entropy pruning to a size: the Stolcke threshold that keeps at most N n-grams, or M bytes of file.
 
 Pruning itself is :mod:`ngramlm.tools.pruning`'s: an n-gram of order >= 2 goes when the relative increase
-in perplexity its removal causes, ``exp(D) - 1``, is below the threshold; an n-gram that is the
-context of a kept one stays; back-off weights are renormalised.  Here:
+in perplexity its removal causes, ``exp(D) - 1``, is below the threshold; an n-gram whose back-off node
+a kept one needs stays (the context of a kept n-gram and, as SRILM keeps them, that context's suffixes);
+back-off weights are renormalised.  Here:
 
 * :func:`prune_scores` computes every n-gram's ``exp(D) - 1`` once (the expensive part), with the
   n-grams a ``--protect`` list keeps whatever their score;
@@ -29,7 +30,7 @@ import numpy as np
 
 from corpora.errors import InputError
 
-from .pruning import apply_keep, entropy_scores, ngram_words
+from .pruning import apply_keep, close_keep, context_parents, history_suffixes, ngram_words, pruning_ratios
 
 LOG10_STEP_TOLERANCE = 1e-9  # bisection stops when the log10 threshold is bracketed this tightly
 MAX_BISECTION_STEPS = 200
@@ -39,12 +40,14 @@ NATIVE_BYTES_PER_VALUE = 8  # int64 key, float64 log10 p, float64 log10 back-off
 @dataclass
 class PruneScores:
     """Per order k (index k-1; None for unigrams): the relative perplexity increase of removing each
-    n-gram, whether it is protected, and (k >= 3) the row of its context in order k-1."""
+    n-gram, whether it is protected, the row of its context in order k-1, and (k >= 3) the next back-off
+    node under its history (:func:`~ngramlm.tools.pruning.history_suffixes`)."""
 
     order: int
     ratios: list
     protected: list
     parents: list
+    suffixes: list = field(default_factory=list)
     protected_words: list = field(default_factory=list)  # the protected words the vocabulary has
     unknown_words: list = field(default_factory=list)  # the protected words it lacks
 
@@ -54,17 +57,16 @@ class PruneScores:
         return [len(r) for r in self.ratios[1:]]
 
 
-def prune_scores(model, *, protect_words: Sequence[str] = ()) -> PruneScores:
+def prune_scores(model, *, protect_words: Sequence[str] = (), compat: Optional[str] = None) -> PruneScores:
     """Stolcke scores of every n-gram of ``model`` (a back-off Scorer), and the protected n-grams:
-    those containing any of ``protect_words``."""
+    those containing any of ``protect_words``.  ``compat="srilm"``: the scores in SRILM's float
+    arithmetic (:func:`~ngramlm.tools.pruning.pruning_ratios`)."""
     if model.kind_ != "backoff" or not model.is_distribution_:
         raise InputError(f"entropy pruning needs a back-off distribution; {model.smoother_name_} is not one",
                          fix="prune a model smoothed with mkn, kn, wb, katz, absolute or jm")
     n = model.order_
     V = len(model.vocab_)
-    D = entropy_scores(model)
-    with np.errstate(over="ignore"):
-        ratios = [None] + [np.expm1(D[k - 1]) for k in range(2, n + 1)]
+    ratios = pruning_ratios(model, compat=compat)
     stoi = model.vocab_.stoi_
     words = list(dict.fromkeys(w for w in protect_words if w))
     known = [w for w in words if w in stoi]
@@ -76,20 +78,19 @@ def prune_scores(model, *, protect_words: Sequence[str] = ()) -> PruneScores:
             protected.append(protected_ids[ngram_words(model, k)].any(axis=1))
         else:
             protected.append(np.zeros(len(ratios[k - 1]), dtype=bool))
-    parents = [None, None] + [np.asarray(model.keys_[k - 1], dtype=np.int64) // V for k in range(3, n + 1)]
-    return PruneScores(n, ratios, protected, parents, known, [w for w in words if w not in stoi])
+    return PruneScores(n, ratios, protected, context_parents(model), history_suffixes(model), known,
+                       [w for w in words if w not in stoi])
 
 
 def keep_masks(scores: PruneScores, threshold: float) -> list:
     """What stays at ``threshold`` (per order, None for unigrams): n-grams scoring at least the threshold,
-    the protected ones, and the contexts of all of those.  A threshold <= 0 keeps everything."""
+    the protected ones, and those whose back-off node any of them needs -- what SRILM's ``-prune`` keeps.
+    A threshold <= 0 keeps everything."""
     if threshold <= 0:
         return [None] + [np.ones(len(r), dtype=bool) for r in scores.ratios[1:]]
     keep = [None] + [(scores.ratios[k - 1] >= threshold) | scores.protected[k - 1]
                      for k in range(2, scores.order + 1)]
-    for k in range(scores.order, 2, -1):  # top down: a kept n-gram keeps its context
-        keep[k - 2][scores.parents[k - 1][keep[k - 1]]] = True
-    return keep
+    return close_keep(keep, scores.parents, scores.suffixes)
 
 
 def kept_counts(scores: PruneScores, threshold: float) -> list:
@@ -145,9 +146,10 @@ def search_threshold(scores: PruneScores, fits: Callable[[list], bool], *, what:
     return Search(10.0 ** hi, best, steps)
 
 
-def prune_with(model, keep: list):
-    """The tables of ``model`` with only ``keep`` (from :func:`keep_masks`), back-offs renormalised."""
-    return apply_keep(model, keep)
+def prune_with(model, keep: list, *, compat: Optional[str] = None):
+    """The tables of ``model`` with only ``keep`` (from :func:`keep_masks`), back-offs renormalised (as SRILM
+    does, float for float, with ``compat="srilm"``)."""
+    return apply_keep(model, keep, compat=compat)
 
 
 # ----------------------------------------------------------------------------- sizes in bytes

@@ -1,7 +1,8 @@
 """Limiting a back-off model to a word list -- a recogniser's lexicon.
 
-What ``ngramlm filter WORDS MODEL`` and ``ngramlm train --limit-vocab WORDS`` do (KenLM's ``filter``
-in single mode, SRILM's ``-limit-vocab``, lmplz's ``--limit_vocab_file``):
+What ``ngramlm filter WORDS MODEL`` and ``ngramlm train --limit-vocab WORDS`` do (the n-grams KenLM's
+``filter`` in single mode, SRILM's ``-limit-vocab`` and lmplz's ``--limit_vocab_file`` keep; the numbers
+are ours, SRILM's are below):
 
 * **Kept**: the n-grams all of whose words are in the list; ``<s>``, ``</s>`` and ``<unk>`` are
   always kept.  Nothing else changes in the n-gram set (no n-gram is added).  The vocabulary is the
@@ -23,6 +24,16 @@ keeps its original ``p(w|h)`` exactly and ``<unk>`` gets exactly ``p(<unk>|h) + 
 among ``<unk>`` and the kept words ``h`` does not store.  A removed word in a *history* reads as
 ``<unk>``, whose n-grams were estimated from ``<unk>`` as the training text had it; training a
 closed vocabulary (``train --unk-from-min-count``, ``--vocab``) maps the text itself instead.
+
+**SRILM's** ``ngram -lm X -vocab WORDS -limit-vocab -write-lm`` (``compat="srilm"``, ``filter --compat
+srilm``) keeps the same n-grams (``<s>``, ``</s>`` and ``<unk>`` always: its vocabulary object holds
+them whatever the list says) and changes no number, back-off weights included -- it is meant to save
+memory when a text is scored only over the list, and every in-list event keeps the full model's
+probability; the model no longer sums to one (a removed word's probability is simply gone).  With
+``-renorm`` too (``renorm=True``) it then recomputes every back-off weight (SRILM's ``recomputeBOWs``)
+and hands the unigram mass the removed words leave to the listed words the model lacks, in equal
+parts, or, when it lacks none, adds an equal part of it to every word's unigram probability --
+``<unk>`` gets no more than any word.
 
 ``R(h)`` comes from the back-off structure, order by order (Stolcke's bookkeeping):
 ``R(h) = S(h) + b(h) (R(h') - L(h))``, with ``S(h)`` the stored probabilities of removed words after
@@ -112,7 +123,8 @@ class VocabLimit:
     ngrams_after: list = field(default_factory=list)
     unk_prob_before: float = 0.0  # unigram p(<unk>), linear
     unk_prob_after: float = 0.0  # unigram p(<unk>) + the removed words' unigram probability
-    method: str = "closed"  # or "lmplz": pruned inside the estimation, numbers left as estimated
+    method: str = "closed"  # "lmplz": pruned inside the estimation, numbers left as estimated; "srilm":
+    # SRILM's -limit-vocab, numbers left as they were; "srilm-renorm": then SRILM's -renorm
 
     def to_dict(self) -> dict:
         return {"listed": self.listed, "kept_words": self.kept_words, "removed_words": self.removed_words,
@@ -190,13 +202,14 @@ def removed_mass(model, removed: np.ndarray) -> list:
 
 
 # ----------------------------------------------------------------------------- limiting
-def limited_vocab(vocab: Vocab, keep: np.ndarray) -> Vocab:
-    """``vocab`` restricted to the kept ids (in their order); the removed words' training counts stay
-    as counts of words cut from the vocabulary, so the accounting of ``<unk>`` stays right."""
+def limited_vocab(vocab: Vocab, keep: np.ndarray, *, extra: Sequence[str] = ()) -> Vocab:
+    """``vocab`` restricted to the kept ids (in their order), then the ``extra`` words; the removed words'
+    training counts stay as counts of words cut from the vocabulary, so the accounting of ``<unk>``
+    stays right."""
     v = Vocab(min_count=vocab.min_count, max_size=vocab.max_size, unk_token=vocab.unk_token,
               bos_token=vocab.bos_token, eos_token=vocab.eos_token, pad_token=vocab.pad_token,
               tokenizer=vocab.tokenizer)
-    v.itos_ = [w for w, k in zip(vocab.itos_, keep) if k]
+    v.itos_ = [w for w, k in zip(vocab.itos_, keep) if k] + list(extra)
     v.stoi_ = {w: i for i, w in enumerate(v.itos_)}
     counts = dict(getattr(vocab, "counts_", None) or {})
     v.counts_ = counts
@@ -207,19 +220,32 @@ def limited_vocab(vocab: Vocab, keep: np.ndarray) -> Vocab:
     return v
 
 
-def limit_vocabulary(model, *, words: Sequence[str], source: Optional[str] = None, lmplz: bool = False) -> VocabLimit:
+def limit_vocabulary(model, *, words: Sequence[str], source: Optional[str] = None, lmplz: bool = False,
+                     compat: Optional[str] = None, renorm: bool = False) -> VocabLimit:
     """``model`` (a back-off :class:`~ngramlm.scorer.Scorer`) limited to ``words``: see the module's docstring.
     ``source`` names the list in errors.
 
     ``lmplz=True``: only drop the n-grams outside the list and keep every number as it is -- for a
     model estimated with those n-grams pruned inside the estimation (``NgramLM(compat="kenlm")
     .fit(..., limit_vocab=...)``, lmplz's ``--limit_vocab_file``), whose back-off weights already hold
-    the pruned mass."""
+    the pruned mass.
+
+    ``compat="srilm"``: SRILM's ``ngram -limit-vocab`` -- the same n-grams kept, every number as it was
+    (the module's docstring); with ``renorm=True`` also SRILM's ``-renorm`` (its back-off weights, and
+    the leftover unigram mass to the listed words the model lacks, which join the vocabulary)."""
     check_limitable(model)
+    if compat not in (None, "srilm"):
+        raise InputError(f"unknown --limit-vocab convention {compat!r}", fix="use compat=None (ours) or 'srilm'")
+    if renorm and compat != "srilm":
+        raise InputError("renorm is SRILM's -renorm, which only follows its -limit-vocab",
+                         fix="pass compat='srilm' with renorm=True (ours always renormalises)")
+    if lmplz and compat is not None:
+        raise InputError("lmplz=True and compat='srilm' are two conventions", fix="choose one")
+    srilm = compat == "srilm"
     vocab = model.vocab_
     keep_word, missing = kept_ids(vocab, words, source=source)
     removed = ~keep_word
-    R = None if lmplz else removed_mass(model, removed)
+    R = None if (lmplz or srilm) else removed_mass(model, removed)
     V = len(vocab)
     new_id = np.cumsum(keep_word) - 1  # old id -> new id (where kept)
     V2 = int(keep_word.sum())
@@ -252,19 +278,34 @@ def limit_vocabulary(model, *, words: Sequence[str], source: Optional[str] = Non
         backoffs.append(np.asarray(model.log10_backoff_[k - 2], dtype=np.float64)[keep_prev])
         keep_prev = keep
     backoffs.append(np.zeros(0))  # the top order has no back-off weights
+    # SRILM's -renorm: the listed words the model lacks are words of its vocabulary without a
+    # probability, the ones recomputeBOWs gives the unigram mass the removed words leave.
+    extra = list(missing) if renorm else []
+    if extra:
+        V3 = V2 + len(extra)
+        keys = [np.arange(V3, dtype=np.int64)] + [(k // V2) * V3 + k % V2 for k in keys[1:]]
+        probs[0] = np.concatenate([probs[0], np.full(len(extra), -np.inf)])
+        if model.order_ > 1:  # (a unigram model's only back-off list is the empty top order's)
+            backoffs[0] = np.concatenate([backoffs[0], np.zeros(len(extra))])
     before = [int(n) for n in model.n_ngrams_]
     t = model.tables_
-    tables = NgramTables(vocab=limited_vocab(vocab, keep_word), kind="backoff", keys=keys,
-                         n_ngrams=[V2 - 1] + [len(x) for x in keys[1:]], smoother_name=t.smoother_name,
+    tables = NgramTables(vocab=limited_vocab(vocab, keep_word, extra=extra), kind="backoff", keys=keys,
+                         n_ngrams=[len(keys[0]) - 1] + [len(x) for x in keys[1:]], smoother_name=t.smoother_name,
                          smoother_params=dict(t.smoother_params), info=dict(t.info),
-                         is_distribution=True, count_of_counts=list(t.count_of_counts), log10_prob=probs,
-                         log10_backoff=backoffs, missing_backoff=0.0)
-    if not lmplz:
+                         # (SRILM's plain -limit-vocab sums to less than one, but it is a back-off model
+                         # of probabilities that an ARPA file holds, which is what this flag says.)
+                         is_distribution=True, count_of_counts=list(t.count_of_counts),
+                         log10_prob=probs, log10_backoff=backoffs, missing_backoff=0.0)
+    if renorm:
+        tables = renormalise_backoffs(Scorer(tables), compat="srilm")
+        unk_after = float(10.0 ** tables.log10_prob[0][UNK_ID])
+    elif not (lmplz or srilm):
         tables = renormalise_backoffs(Scorer(tables))
     after = [int(n) for n in tables.n_ngrams]
-    result = VocabLimit(tables=tables, listed=len(set(words)), kept_words=V2 - N_SPECIALS,
+    method = "lmplz" if lmplz else ("srilm-renorm" if renorm else "srilm") if srilm else "closed"
+    result = VocabLimit(tables=tables, listed=len(set(words)), kept_words=int(keep_word.sum()) - N_SPECIALS,
                         removed_words=int(removed.sum()), missing=missing, ngrams_before=before,
                         ngrams_after=after, unk_prob_before=unk_before, unk_prob_after=unk_after,
-                        method="lmplz" if lmplz else "closed")
+                        method=method)
     result.tables = tables.replace(info=dict(tables.info, vocab_limit=dict(result.to_dict(), source=source)))
     return result
