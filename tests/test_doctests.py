@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("corpora", "ngramlm", "neural", "reports", "labs")
+PACKAGES = ("corpora", "ngramlm", "neural", "reports", "labs", "fusion")
 TUTORIALS = ("corpora", "ngramlm", "neural")  # the packages' __init__ docstrings
 
 
