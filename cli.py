@@ -24,6 +24,10 @@ _COMMANDS = {
     "generate": ("ngramlm.commands.lm:generate_cmd", "Generate text from a model."),
     "export-arpa": ("ngramlm.commands.lm:export_arpa_cmd", "Write a model as an ARPA file."),
     "import-arpa": ("ngramlm.commands.lm:import_arpa_cmd", "Read an ARPA file into the native format."),
+    "export-fst": ("ngramlm.commands.export_decoders:export_fst_cmd",
+                   "Write a model as Kaldi's grammar FST G (OpenFst text, as arpa2fst)."),
+    "export-nemo": ("ngramlm.commands.export_decoders:export_nemo_cmd",
+                    "Write a subword model as NeMo's token-level ARPA (chr(id + 100))."),
     "build-binary": ("ngramlm.commands.binary:build_binary_cmd",
                      "Write a model as a KenLM binary file (probing or trie; -q -b -a as build_binary)."),
     "mix": ("ngramlm.commands.mix:mix_cmd", "Mix back-off models into one (static mixture, tuned by EM)."),
@@ -280,9 +284,11 @@ def _register_model_kinds() -> None:
     """Let the n-gram commands that take either family (``ppl``, ``generate``, ``infini ppl --mix``)
     recognise neural checkpoints: this layer may import both families, ``ngramlm`` never imports
     ``neural`` (see corpora.modelkinds).  Torch-free: a checkpoint's operations import torch."""
+    import fusion.target
     import neural.kind
 
     neural.kind.register()
+    fusion.target.register()  # seq2seq's search opens a target-side n-gram model through it (torch-free here)
 
 
 def _main(argv: list[str] | None) -> None:

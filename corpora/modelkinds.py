@@ -55,3 +55,27 @@ def kind_of(path) -> Optional[ModelKind]:
         if kind.sniff(str(path)):
             return kind
     return None
+
+
+# ----------------------------------------------------------------------------- language models inside a search
+# A translator's beam search (neural) fuses a target-side n-gram model (ngramlm) token by token.  Neither
+# family imports the other: the package above both (``fusion``) registers how to open a model file as the
+# search wants it, and the search asks for it here.
+_FUSION: dict = {}
+
+
+def register_fusion(open_lm: Callable[..., "object"]) -> None:
+    """``open_lm(path, target_words, device=...)`` -> an object with ``start``, ``advance`` and ``log_probs``
+    over the target vocabulary (``target_words``: the string of each target id); see
+    ``neural.seq2seq.translate``.  ``cli.py`` registers ``fusion.target``'s."""
+    _FUSION["open"] = open_lm
+
+
+def fusion_lm(path, target_words, device="cpu"):
+    """A language model file opened for shallow fusion over ``target_words`` (registered by the program)."""
+    from .errors import InputError
+
+    if "open" not in _FUSION:
+        raise InputError("no language model can be fused into the search: the fusion package is not registered",
+                         fix="run the ngramlm program, or call fusion.target.register() first")
+    return _FUSION["open"](path, target_words, device=device)

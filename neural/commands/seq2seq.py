@@ -274,12 +274,17 @@ def ppl_cmd(checkpoint, split, data_dir, threads, as_json):
 @click.option("-n", "--nbest", type=int, default=1, show_default=True, help="Hypotheses per sentence (beam search).")
 @click.option("--temperature", type=float, default=None,
               help="Sample each token from softmax(log P / T) instead of searching (1 = the model's distribution).")
+@click.option("--lm", "lm_path", type=click.Path(dir_okay=False), default=None, metavar="MODEL",
+              help="Shallow fusion: a target-side n-gram model (ARPA, .npz, KenLM binary) whose log-probability, "
+                   "times --lm-weight, is added to the translator's at every step of the search.")
+@click.option("--lm-weight", type=float, default=None, metavar="W",
+              help="The weight of --lm (e.g. 0.2; tune it on the valid split: `seq2seq fusion`).")
 @seed_option(help="Seed of --temperature sampling.")
 @data_dir_option
 @threads_option()
 @json_option
-def translate_cmd(checkpoint, text, split, beam_size, alpha, max_len, nbest, temperature, seed, data_dir, threads,
-                  as_json):
+def translate_cmd(checkpoint, text, split, beam_size, alpha, max_len, nbest, temperature, lm_path, lm_weight, seed,
+                  data_dir, threads, as_json):
     """Translate TEXT (a file of source sentences, one per line; '-' or nothing: stdin) with CHECKPOINT."""
     import torch
 
@@ -295,7 +300,19 @@ def translate_cmd(checkpoint, text, split, beam_size, alpha, max_len, nbest, tem
                          fix="drop one of them")
     if nbest < 1 or nbest > beam_size:
         raise InputError(f"--nbest {nbest} must be between 1 and --beam-size {beam_size}", fix="raise --beam-size")
+    if (lm_path is None) != (lm_weight is None):
+        raise InputError("--lm and --lm-weight go together", fix="give both (e.g. --lm fr3.arpa --lm-weight 0.2)")
+    if lm_path is not None and temperature is not None:
+        raise InputError("--lm fuses a language model into the search; --temperature samples", fix="drop one of them")
     model, vocab, ckpt = _load_translator(checkpoint)
+    fused = {}
+    if lm_path is not None:
+        from corpora.modelkinds import fusion_lm
+
+        fused = {"lm": fusion_lm(lm_path, vocab.itos_), "lm_weight": lm_weight}
+        if fused["lm"].n_unmapped:
+            _echo_err(f"note: {fused['lm'].n_unmapped:,} of the translator's {len(vocab):,} target ids are not in "
+                      f"{lm_path}: they are scored as its <unk>")
     refs = None
     if split is not None:
         if text is not None:
@@ -327,12 +344,12 @@ def translate_cmd(checkpoint, text, split, beam_size, alpha, max_len, nbest, tem
         best = [[ids] for ids in sample_translate(model, sources, temperature=temperature, max_len=max_len, seed=seed)]
         scores = [[None] for _ in best]
     elif beam_size == 1:
-        best = [[ids] for ids in greedy_translate(model, sources, max_len=max_len)]
+        best = [[ids] for ids in greedy_translate(model, sources, max_len=max_len, **fused)]
         scores = [[None] for _ in best]
     else:
         best, scores = [], []
         for s in sources:
-            hyps = beam_translate(model, s, beam_size=beam_size, max_len=max_len, alpha=alpha)[:nbest]
+            hyps = beam_translate(model, s, beam_size=beam_size, max_len=max_len, alpha=alpha, **fused)[:nbest]
             best.append([h.ids for h in hyps])
             scores.append([h.score for h in hyps])
     for line, hyps, sc in zip(lines, best, scores):
@@ -342,7 +359,7 @@ def translate_cmd(checkpoint, text, split, beam_size, alpha, max_len, nbest, tem
             for t, s in zip(texts, sc):
                 click.echo(t if s is None or nbest == 1 else f"{s:.4f}\t{t}")
     result = {"model": str(checkpoint), "beam_size": beam_size, "alpha": alpha, "temperature": temperature,
-              "sentences": out_rows}
+              "lm": lm_path, "lm_weight": lm_weight, "sentences": out_rows}
     if refs is not None:
         from ..seq2seq.translate import corpus_bleu
 
@@ -351,3 +368,72 @@ def translate_cmd(checkpoint, text, split, beam_size, alpha, max_len, nbest, tem
         _echo_err(f"BLEU {bleu:.2f} ({sig}) on {len(refs):,} {split} pairs")
     if as_json:
         click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+
+
+@seq2seq_group.command("target-text")
+@click.argument("checkpoint", type=click.Path(dir_okay=False))
+@click.option("--split", type=click.Choice(["train", "valid", "test"]), default="train", show_default=True)
+@data_dir_option
+def target_text_cmd(checkpoint, split, data_dir):
+    """Print the target side of a split of CHECKPOINT's corpus, tokenized as the translator reads it (one
+    sentence a line, tokens joined by spaces): the text to train a target-side n-gram model on for
+    `seq2seq fusion` (`ngramlm train fr.txt --order 4 -o fr4.arpa`)."""
+    from ..checkpoint import load_checkpoint
+
+    ckpt = load_checkpoint(checkpoint)
+    par = _recorded_corpus(checkpoint, ckpt, data_dir)
+    click.echo("\n".join(" ".join(tokens) for tokens in par.target_sentences(split)))
+
+
+@seq2seq_group.command("fusion")
+@click.argument("checkpoint", type=click.Path(dir_okay=False))
+@click.option("--lm", "lm_path", type=click.Path(dir_okay=False), required=True, metavar="MODEL",
+              help="A target-side n-gram model (ARPA, .npz, KenLM binary), e.g. trained on `seq2seq target-text`.")
+@click.option("--weights", default="0,0.1,0.2,0.3,0.5", show_default=True, metavar="W1,W2,...",
+              help="The LM weights to try on the valid split (0: the translator alone).")
+@click.option("--beam-size", type=int, default=1, show_default=True, help="1 = greedy decoding.")
+@click.option("--alpha", type=float, default=0.0, show_default=True, help="Length normalisation (beam search).")
+@click.option("--max-len", type=int, default=30, show_default=True)
+@data_dir_option
+@threads_option()
+@json_option
+def fusion_cmd(checkpoint, lm_path, weights, beam_size, alpha, max_len, data_dir, threads, as_json):
+    """Shallow fusion of CHECKPOINT with a target-side n-gram model: the weight tuned by BLEU on the valid
+    split, then test BLEU (95 % bootstrap interval) without and with it."""
+    import torch
+
+    torch.set_num_threads(threads)
+    from corpora.modelkinds import fusion_lm
+
+    from ..generate import check_beam
+    from ..seq2seq.translate import tuned_fusion
+
+    check_beam(beam_size, max_len)
+    try:
+        ws = [float(x) for x in weights.split(",")]
+    except ValueError:
+        raise click.BadParameter("use comma-separated numbers, e.g. 0,0.1,0.2", param_hint="--weights") from None
+    if not ws or any(not w >= 0 for w in ws):
+        raise click.BadParameter("the weights must be >= 0, e.g. 0,0.1,0.2", param_hint="--weights")
+    model, vocab, ckpt = _load_translator(checkpoint)
+    par = _recorded_corpus(checkpoint, ckpt, data_dir)
+    _check_vocabs(checkpoint, model, vocab, par)
+    lm = fusion_lm(lm_path, vocab.itos_)
+    t0 = time.perf_counter()
+    _echo_err(f"tuning the LM weight on {len(par.pairs['valid']):,} valid pairs over {ws} "
+              f"({'greedy' if beam_size == 1 else f'beam {beam_size}'})")
+    r = tuned_fusion(model, par, lm, weights=ws, beam=beam_size, alpha=alpha, max_len=max_len)
+    r.update({"model": str(checkpoint), "lm": lm_path, "unmapped_target_ids": lm.n_unmapped,
+              "seconds": round(time.perf_counter() - t0, 1)})
+    if as_json:
+        click.echo(json.dumps(r, indent=2, default=float))
+        return
+    for row in r["valid"]:
+        click.echo(f"valid  w={row['lm_weight']:<4g} BLEU {row['bleu']:.2f}")
+
+    def line(row):
+        ci = row.get("ci")
+        return f"BLEU {row['bleu']:.2f}" + (f" (95 % CI {ci[0]:.2f}-{ci[1]:.2f})" if ci else "")
+
+    click.echo(f"test   translator alone: {line(r['test_alone'])}")
+    click.echo(f"test   fused, w={r['weight']:g}: {line(r['test_fused'])}   [{r['test_fused']['signature']}]")

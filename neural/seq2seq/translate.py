@@ -7,6 +7,12 @@
 - :func:`beam_translate`: beam search (the LM's :func:`~neural.generate.beam_core`), complete
   hypotheses ranked by ``log P(y | x) / |y|**alpha`` where ``|y|`` counts ``</s>``; ``alpha = 0``
   is the raw log-probability (favours short outputs), ``alpha = 1`` the mean per token;
+- shallow fusion: greedy and beam search take ``lm`` (a target-side language model) and ``lm_weight``
+  ``w``, and rank by ``log P(y | x) + w log P_LM(y)``, token by token.  ``lm`` is any object with
+  ``start(batch) -> states``, ``advance(states, tokens) -> states`` (tokens: the translator's target
+  ids) and ``log_probs(states) -> (B, V)`` natural-log over the translator's target vocabulary; states
+  index by rows (``states[rows]``).  ``fusion.target`` makes one of any n-gram model file (this package
+  never imports it: ``corpora.modelkinds.fusion_lm`` hands it over);
 - :func:`score_pairs`: the conditional log-probability of reference targets (teacher forcing),
   every target word and ``</s>`` predicted -- the tokens the n-gram and LSTM LMs predict;
 - :func:`corpus_bleu`: sacrebleu's corpus BLEU over the toolkit's tokens, and its signature;
@@ -30,13 +36,29 @@ from .pairs import PairBatches, source_batch
 from .rnn import Seq2Seq
 
 
+def _fused(logp: torch.Tensor, lm, lm_states, lm_weight: float) -> torch.Tensor:
+    """``log P(y_t | ...) + w log P_LM(y_t | ...)`` for every target id (the translator's own without an LM)."""
+    if lm is None or lm_weight == 0:  # 0 x log 0 would be NaN where the LM never predicts a token (<s>)
+        return logp
+    return logp + lm_weight * lm.log_probs(lm_states).to(logp.dtype)
+
+
+def check_fusion(lm, lm_weight: float) -> None:
+    from corpora.errors import InputError
+
+    if lm is not None and not lm_weight >= 0:
+        raise InputError(f"the LM weight must be >= 0, got {lm_weight}", fix="e.g. --lm-weight 0.2")
+
+
 @torch.no_grad()
 def greedy_translate(model: Seq2Seq, sources: Sequence, *, max_len: int = 30, batch_size: int = 256,
-                     need_weights: bool = False) -> list:
+                     need_weights: bool = False, lm=None, lm_weight: float = 0.0) -> list:
     """Target ids per source (ending with ``</s>`` when the model stopped before ``max_len``).
 
     With ``need_weights`` each item is ``(ids, weights)``, ``weights`` (len(ids), S) the attention
-    over the source tokens (its ``</s>`` included) at every output step."""
+    over the source tokens (its ``</s>`` included) at every output step.  ``lm``/``lm_weight``: shallow
+    fusion (the module docstring)."""
+    check_fusion(lm, lm_weight)
     model.eval()
     out: list = []
     for a in range(0, len(sources), batch_size):
@@ -47,9 +69,12 @@ def greedy_translate(model: Seq2Seq, sources: Sequence, *, max_len: int = 30, ba
         y = torch.full((B,), BOS_ID, dtype=torch.long)
         done = torch.zeros(B, dtype=torch.bool)
         ids, weights = [], []
-        for _ in range(max_len):
+        lm_states = lm.start(B) if lm is not None else None
+        for t in range(max_len):
             logp, state, w = model.step(memory, y, state)
-            y = logp.argmax(dim=-1)
+            if lm is not None and t > 0:
+                lm_states = lm.advance(lm_states, y)
+            y = _fused(logp, lm, lm_states, lm_weight).argmax(dim=-1)
             ids.append(y)
             if need_weights and w is not None:
                 weights.append(w)
@@ -102,22 +127,28 @@ def sample_translate(model: Seq2Seq, sources: Sequence, *, temperature: float = 
 
 @torch.no_grad()
 def beam_translate(model: Seq2Seq, source: Sequence[int], *, beam_size: int = 5, max_len: int = 30,
-                   alpha: float = 0.0) -> list:
-    """Complete hypotheses for one source sentence, best first (see the module docstring)."""
+                   alpha: float = 0.0, lm=None, lm_weight: float = 0.0) -> list:
+    """Complete hypotheses for one source sentence, best first (see the module docstring); with ``lm``,
+    their scores are the fused ones."""
     check_beam(beam_size, max_len)
+    check_fusion(lm, lm_weight)
     model.eval()
     src, src_len = source_batch([source])
     memory, state = model.encode(src, src_len)
     logp, state, _ = model.step(memory, torch.tensor([BOS_ID]), state)
+    lm_states = lm.start(1) if lm is not None else None
 
     def advance(rows: torch.Tensor, toks: torch.Tensor) -> torch.Tensor:
-        nonlocal memory, state
+        nonlocal memory, state, lm_states
         memory = memory.select(rows)
         state = model.select_state(state, rows)
         nxt, state, _ = model.step(memory, toks, state)
-        return nxt
+        if lm is not None:
+            lm_states = lm.advance(lm_states[rows], toks)
+        return _fused(nxt, lm, lm_states, lm_weight)
 
-    return beam_core(logp, advance, beam_size=beam_size, max_len=max_len, alpha=alpha)
+    return beam_core(_fused(logp, lm, lm_states, lm_weight), advance, beam_size=beam_size, max_len=max_len,
+                     alpha=alpha)
 
 
 def best_translation(hyps: list) -> list:
@@ -195,24 +226,44 @@ def bleu_interval(hypotheses: Sequence[str], references: Sequence[str], *, resam
 
 
 # ---------------------------------------------------------------------------- a split, evaluated
-def bleu_table(model: Seq2Seq, corpus, split: str, *, beams=(1,), alphas=(0.0,), max_len: int = 30) -> list:
-    """BLEU rows ``{"decoder", "beam", "alpha", "bleu", "signature", "ci"}`` on a split of a
-    :class:`corpora.parallel.ParallelCorpus` (beam 1 = greedy; ``alphas`` apply to the beams above 1)."""
+def bleu_table(model: Seq2Seq, corpus, split: str, *, beams=(1,), alphas=(0.0,), max_len: int = 30, lm=None,
+               lm_weights=(0.0,)) -> list:
+    """BLEU rows ``{"decoder", "beam", "alpha", "lm_weight", "bleu", "signature", "ci"}`` on a split of a
+    :class:`corpora.parallel.ParallelCorpus` (beam 1 = greedy; ``alphas`` apply to the beams above 1;
+    ``lm_weights`` to shallow fusion with ``lm``, 0 being the translator alone)."""
     src, _ = corpus.encode(split)
     refs = [" ".join(t) for _, t in corpus.pairs[split]]
     rows = []
-    for k in beams:
-        for alpha in (alphas if k > 1 else (0.0,)):
-            if k == 1:
-                ids = greedy_translate(model, src, max_len=max_len)
-            else:
-                ids = [best_translation(beam_translate(model, s, beam_size=k, max_len=max_len, alpha=alpha))
-                       for s in src]
-            hyps = [ids_to_text(corpus.tgt_vocab, h) for h in ids]
-            score, sig = corpus_bleu(hyps, refs)
-            rows.append({"decoder": "greedy" if k == 1 else "beam", "beam": k, "alpha": alpha, "bleu": score,
-                         "signature": sig, "ci": bleu_interval(hyps, refs)})
+    for w in (lm_weights if lm is not None else (0.0,)):
+        fused = {"lm": lm, "lm_weight": w} if lm is not None and w > 0 else {}
+        for k in beams:
+            for alpha in (alphas if k > 1 else (0.0,)):
+                if k == 1:
+                    ids = greedy_translate(model, src, max_len=max_len, **fused)
+                else:
+                    ids = [best_translation(beam_translate(model, s, beam_size=k, max_len=max_len, alpha=alpha,
+                                                           **fused)) for s in src]
+                hyps = [ids_to_text(corpus.tgt_vocab, h) for h in ids]
+                score, sig = corpus_bleu(hyps, refs)
+                rows.append({"decoder": "greedy" if k == 1 else "beam", "beam": k, "alpha": alpha,
+                             "lm_weight": float(w) if fused else 0.0, "bleu": score, "signature": sig,
+                             "ci": bleu_interval(hyps, refs)})
     return rows
+
+
+def tuned_fusion(model: Seq2Seq, corpus, lm, *, weights=(0.0, 0.1, 0.2, 0.3, 0.5), beam: int = 1,
+                 alpha: float = 0.0, max_len: int = 30, tune_split: str = "valid", test_split: str = "test") -> dict:
+    """Shallow fusion with ``lm`` as it is used: the weight with the best BLEU on ``tune_split`` (0 among
+    them: the translator alone), then ``test_split``'s BLEU (with its bootstrap interval) without and with
+    it.  ``{"weight", "valid": rows, "test_alone", "test_fused"}``."""
+    valid = bleu_table(model, corpus, tune_split, beams=(beam,), alphas=(alpha,), max_len=max_len, lm=lm,
+                       lm_weights=weights)
+    best = max(valid, key=lambda r: (r["bleu"], -r["lm_weight"]))  # ties: the smaller weight
+    alone = bleu_table(model, corpus, test_split, beams=(beam,), alphas=(alpha,), max_len=max_len)[0]
+    fused = (alone if best["lm_weight"] == 0 else
+             bleu_table(model, corpus, test_split, beams=(beam,), alphas=(alpha,), max_len=max_len, lm=lm,
+                        lm_weights=(best["lm_weight"],))[0])
+    return {"weight": best["lm_weight"], "valid": valid, "test_alone": alone, "test_fused": fused}
 
 
 def conditional_ppl(model: Seq2Seq, corpus, split: str) -> dict:
