@@ -203,6 +203,42 @@ def _with_warnings(smoother, info: dict) -> dict:
     return info
 
 
+def good_turing_ratios(nc: np.ndarray, K: int, k: int, *, epsilon: float = 0.0, upper: float = 1.0) -> tuple:
+    """Katz's Good-Turing discount ratios ``d[j]`` of counts j = 1..K (``d[0] = 1``) from the count-of-counts
+    ``nc[0..K+1]`` of order k, with SRILM's rule where the data give no usable ratio: no singletons, nothing
+    discounted; no (K+1)-count n-grams, K lowered until there are; a ratio not above ``epsilon``, above
+    ``upper`` (SRILM has none), or from ``r* > r``, that count left undiscounted.  Returns ``(d, the K used,
+    warnings)``."""
+    d = np.ones(K + 1)
+    if K > 0 and nc[1] == 0:
+        return d, 0, [f"Good-Turing {k}-grams: no {k}-gram seen once, so nothing is discounted at this order"]
+    notes = []
+    top = K
+    while top > 0 and nc[top + 1] == 0:
+        top -= 1
+    if top < K:
+        notes.append(f"Good-Turing {k}-grams: no {k}-gram seen {top + 2} times; only counts up to {top} are "
+                     "discounted")
+    if top == 0:
+        return d, 0, notes
+    common = (top + 1) * nc[top + 1] / nc[1]
+    off = []
+    for j in range(1, top + 1):
+        if nc[j] == 0:
+            off.append(f"{j} (no {k}-gram seen {j} times)")
+            continue
+        raw = (j + 1) * nc[j + 1] / (j * nc[j])
+        ratio = (raw - common) / (1.0 - common) if common != 1.0 else np.nan
+        if not (np.isfinite(ratio) and epsilon < ratio <= upper and raw <= 1.0):
+            off.append(f"{j} ({'r*/r = %.4g > 1' % raw if raw > 1.0 else 'ratio %.4g' % ratio})")
+            continue
+        d[j] = ratio
+    if off:
+        notes.append(f"Good-Turing {k}-grams: the discount ratio of count {', '.join(off)} is out of range; those "
+                     "counts are left undiscounted (SRILM's rule)")
+    return d, top, notes
+
+
 def _discount_error(name: str, k: int, detail: str) -> InputError:
     err = InputError(
         f"cannot estimate {name} discounts for {k}-grams: {detail}; is this small or artificial data?",
@@ -505,45 +541,14 @@ class Katz(Smoother):
         self.discount_fallback = discount_fallback
 
     def _ratios(self, c: np.ndarray, k: int) -> np.ndarray:
-        """d[j] for counts j = 0..k_max (1 = not discounted).
-
-        Where the count-of-counts give no usable ratio, SRILM's rule (not a failure): no singletons, no
-        discounting at this order; no (K+1)-count n-grams, K lowered; a ratio outside (0, 1], that count
-        left undiscounted -- each with a warning.  ``discount_fallback`` instead leaves the whole order
-        undiscounted, silently (the earlier habit)."""
-        K = self.k_max
-        nc = count_of_counts(c[c > 0], K + 1)
-        d = np.ones(K + 1)
-        if self.discount_fallback and (any(nc[j] == 0 for j in range(1, K + 2))):
-            return d
-        if nc[1] == 0:
-            note_warning(self, f"Good-Turing {k}-grams: no {k}-gram seen once, so nothing is discounted at this order")
-            return d
-        top = K
-        while top > 0 and nc[top + 1] == 0:
-            top -= 1
-        if top < K:
-            note_warning(self, f"Good-Turing {k}-grams: no {k}-gram seen {top + 2} times; only counts up to {top} "
-                               "are discounted")
-        if top == 0:
-            return d
-        common = (top + 1) * nc[top + 1] / nc[1]
-        off = []
-        for j in range(1, top + 1):
-            if nc[j] == 0:
-                off.append(f"{j} (no {k}-gram seen {j} times)")
-                continue
-            raw = (j + 1) * nc[j + 1] / (j * nc[j])
-            ratio = (raw - common) / (1.0 - common) if common != 1.0 else np.nan
-            if not (np.isfinite(ratio) and 0.0 < ratio <= 1.0 and raw <= 1.0):
-                if self.discount_fallback:
-                    return np.ones(K + 1)
-                off.append(f"{j} ({'r*/r = %.4g > 1' % raw if raw > 1.0 else 'ratio %.4g' % ratio})")
-                continue
-            d[j] = ratio
-        if off:
-            note_warning(self, f"Good-Turing {k}-grams: the discount ratio of count {', '.join(off)} is out of range; "
-                               "those counts are left undiscounted (SRILM's rule)")
+        """d[j] for counts j = 0..k_max (1 = not discounted), by :func:`good_turing_ratios` (SRILM's rule where
+        a ratio is unusable, each with a warning).  ``discount_fallback`` instead leaves the whole order
+        undiscounted where any is unusable, silently (the earlier habit)."""
+        d, _, notes = good_turing_ratios(count_of_counts(c[c > 0], self.k_max + 1), self.k_max, k)
+        if self.discount_fallback and notes:
+            return np.ones(self.k_max + 1)
+        for note in notes:
+            note_warning(self, note)
         return d
 
     def estimate(self, counts: NgramCounts, n_types: int) -> BackoffEstimate:

@@ -37,7 +37,7 @@ from corpora.errors import InputError
 from corpora.vocab import BOS_ID
 
 from .counts import NgramCounts
-from .smoothing import BackoffEstimate, Smoother, adjusted_counts, count_of_counts, unigram_mask
+from .smoothing import BackoffEstimate, Smoother, adjusted_counts, count_of_counts, good_turing_ratios, unigram_mask
 
 PROB_EPSILON = 3e-6  # SRILM's Prob_Epsilon: mass below this counts as none
 DEFAULT_GTMIN = (1, 1, 2)  # -gtNmin: orders 1, 2, then 2 for every higher order
@@ -96,34 +96,10 @@ class GoodTuring(_Discount):
         self.coeffs = np.ones(self.max_count + 2)
 
     def estimate(self, c: np.ndarray, k: int, warnings: list) -> None:
-        K = self.max_count
-        nc = count_of_counts(c[c > 0], K + 1)
-        if K > 0 and nc[1] == 0:
-            warnings.append(f"Good-Turing {k}-grams: no {k}-gram seen once, so nothing is discounted at this order")
-            K = 0
-        while K > 0 and nc[K + 1] == 0:
-            warnings.append(f"Good-Turing {k}-grams: no {k}-gram seen {K + 1} times; discounting counts up to {K - 1} "
-                            "only")
-            K -= 1
-        self.max_count = K
-        if K <= 0:
-            return
-        common = (K + 1) * nc[K + 1] / nc[1]
-        out_of_range = []
-        for j in range(1, K + 1):
-            if nc[j] == 0:
-                out_of_range.append(f"{j} (no {k}-gram seen {j} times)")
-                continue
-            raw = (j + 1) * nc[j + 1] / (j * nc[j])
-            with np.errstate(divide="ignore", invalid="ignore"):
-                d = (raw - common) / (1.0 - common)
-            if not np.isfinite(d) or d <= PROB_EPSILON or raw > 1.0:
-                out_of_range.append(f"{j} ({d:.4g})")
-            else:
-                self.coeffs[j] = d
-        if out_of_range:
-            warnings.append(f"Good-Turing {k}-grams: discount coefficient of count {', '.join(out_of_range)} is out "
-                            "of range; those counts are left undiscounted")
+        d, self.max_count, notes = good_turing_ratios(count_of_counts(c[c > 0], self.max_count + 1), self.max_count,
+                                                      k, epsilon=PROB_EPSILON, upper=np.inf)
+        self.coeffs[: len(d)] = d
+        warnings.extend(notes)
 
     def nodiscount(self) -> bool:
         return self.min_count <= 1 and self.max_count <= 0
