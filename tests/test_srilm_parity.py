@@ -241,3 +241,35 @@ def _same_entries(ours: dict, theirs: dict) -> None:
                 assert y == -np.inf or y <= -99, (g, x, y)
             else:
                 assert abs(x - y) <= 1e-6, (g, x, y)
+
+
+@pytest.mark.slow
+def test_every_method_form_cutoff_and_order_1_to_5_against_live_srilm(tmp_path):
+    """With SRILM's binaries at hand (``NGRAMLM_SRILM_BIN``): ngram-count on 1,500 toy sentences for
+    every method, back-off and interpolated, default cut-offs and none, orders 1 to 5 (120 models), each
+    against ours value for value (its 7 printed digits)."""
+    import itertools
+    import os
+    import subprocess
+
+    srilm = os.environ.get("NGRAMLM_SRILM_BIN")
+    if not srilm:
+        pytest.skip("set NGRAMLM_SRILM_BIN to the folder of SRILM's ngram-count")
+    train = generate_corpus().splits["train"][:1500]
+    text = tmp_path / "toy.txt"
+    text.write_text("".join(" ".join(s) + "\n" for s in train))
+    vocab = Vocab().fit(train)
+    enc = vocab.encode_sentences(train)
+    options = {"katz": [], "wb": ["-wbdiscount"], "absolute": ["-cdiscount", "0.7"], "kn": ["-ukndiscount"],
+               "mkn": ["-kndiscount"], "addk": ["-addsmooth", "0.5"]}
+    arpa = tmp_path / "srilm.arpa"
+    for order, method, interp, cut in itertools.product(range(1, 6), options, (False, True), (True, False)):
+        cmd = [os.path.join(srilm, "ngram-count"), "-order", str(order), "-unk", "-text", str(text), "-lm", str(arpa),
+               *options[method], *(["-interpolate"] if interp else []),
+               *([] if cut else [x for k in range(1, order + 1) for x in (f"-gt{k}min", "1")])]
+        subprocess.run(cmd, check=True, capture_output=True)
+        subprocess.run(["gzip", "-f", str(arpa)], check=True)
+        smoothing, params = METHOD[method]
+        lm = NgramLM(order=order, smoothing=smoothing, compat="srilm", interpolate=interp or None,
+                     gtmin=None if cut else [1], **params).fit(enc, vocab=vocab)
+        _same_entries(_entries(lm), _arpa_entries(tmp_path / "srilm.arpa.gz"))
