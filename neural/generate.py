@@ -51,20 +51,34 @@ def read_prompt(model: LanguageModel, prompt_ids: Sequence[int]):
 
 
 @torch.no_grad()
-def greedy(model: LanguageModel, prompt_ids: Sequence[int] = (), max_len: int = 30, stop_at_eos: bool = True) -> list:
-    """The most probable next token, repeatedly."""
-    return _decode(model, prompt_ids, max_len, stop_at_eos, lambda logp: int(logp.argmax()))
+def greedy(model: LanguageModel, prompt_ids: Sequence[int] = (), max_len: int = 30, stop_at_eos: bool = True,
+           lm=None, lm_weight: float = 0.0) -> list:
+    """The most probable next token, repeatedly (fused with ``lm``: see :func:`_decode`)."""
+    return _decode(model, prompt_ids, max_len, stop_at_eos, lambda logp: int(logp.argmax()), lm, lm_weight)
 
 
-def _decode(model, prompt_ids, max_len: int, stop_at_eos: bool, pick) -> list:
-    """Feed the prompt, then repeatedly append ``pick(next-token log-probs)``."""
+def _decode(model, prompt_ids, max_len: int, stop_at_eos: bool, pick, lm=None, lm_weight: float = 0.0) -> list:
+    """Feed the prompt, then repeatedly append ``pick(next-token scores)``.
+
+    With ``lm`` (an n-gram model over this model's vocabulary: ``corpora.modelkinds.fusion_lm``, the same
+    protocol as the translators' shallow fusion) the scores are ``log p(w | h) + lm_weight log p_LM(w | h)``:
+    greedy takes their maximum, sampling draws from their softmax (a product of experts), the n-gram
+    model following the same tokens and starting again after each ``</s>``."""
     logp, state = read_prompt(model, prompt_ids)
+    fuse = lm is not None and lm_weight != 0
+    if fuse:
+        lm_states = lm.start(1)
+        for tok in prompt_ids:
+            lm_states = lm.advance(lm_states, torch.tensor([int(tok)]))
     out = []
     for _ in range(max_len):
-        tok = pick(logp[0])
+        scores = logp[0] + lm_weight * lm.log_probs(lm_states)[0].to(logp.dtype) if fuse else logp[0]
+        tok = pick(scores)
         out.append(tok)
         if tok == EOS_ID and stop_at_eos:
             break
+        if fuse:
+            lm_states = lm.start(1) if tok == EOS_ID else lm.advance(lm_states, torch.tensor([tok]))
         logits, _, state = model(torch.tensor([[tok]]), state=state)
         logp = F.log_softmax(logits[:, -1].float(), dim=-1)
     return out
@@ -72,7 +86,8 @@ def _decode(model, prompt_ids, max_len: int, stop_at_eos: bool, pick) -> list:
 
 @torch.no_grad()
 def sample(model: LanguageModel, prompt_ids: Sequence[int] = (), max_len: int = 30, temperature: float = 1.0,
-           top_k: Optional[int] = None, seed: Optional[int] = None, stop_at_eos: bool = True) -> list:
+           top_k: Optional[int] = None, seed: Optional[int] = None, stop_at_eos: bool = True, lm=None,
+           lm_weight: float = 0.0) -> list:
     """Draw from softmax(logits / temperature), optionally restricted to the ``top_k`` most probable tokens."""
     if not temperature > 0:
         raise InputError(f"temperature must be > 0, got {temperature}", fix="use --strategy greedy for temperature 0")
@@ -88,7 +103,7 @@ def sample(model: LanguageModel, prompt_ids: Sequence[int] = (), max_len: int = 
             scores = scores.masked_fill(scores < kth, float("-inf"))
         return int(torch.multinomial(torch.softmax(scores, dim=-1), 1, generator=g))
 
-    return _decode(model, prompt_ids, max_len, stop_at_eos, pick)
+    return _decode(model, prompt_ids, max_len, stop_at_eos, pick, lm, lm_weight)
 
 
 @torch.no_grad()
@@ -168,13 +183,14 @@ def render(vocab: Vocab, ids: Sequence[int]) -> str:
 
 def sample_lines(model: LanguageModel, vocab: Vocab, *, prompt: str = "", max_len: int = 30, num: int = 1,
                  temperature: float = 1.0, seed: Optional[int] = None, top_k: Optional[int] = None,
-                 stop_at_eos: bool = True) -> list:
-    """``num`` samples from ``model`` as text lines (the prompt first), sample ``i`` seeded ``seed + i``."""
+                 stop_at_eos: bool = True, lm=None, lm_weight: float = 0.0) -> list:
+    """``num`` samples from ``model`` as text lines (the prompt first), sample ``i`` seeded ``seed + i``
+    (fused with ``lm``: see :func:`_decode`)."""
     prompt_ids = encode_prompt(vocab, prompt)
     head = (prompt + " ") if prompt and vocab.tokenizer is not None and vocab.tokenizer.kind != "char" else prompt
     lines = []
     for i in range(num):
         ids = sample(model, prompt_ids, max_len, temperature=temperature, top_k=top_k,
-                     seed=None if seed is None else seed + i, stop_at_eos=stop_at_eos)
+                     seed=None if seed is None else seed + i, stop_at_eos=stop_at_eos, lm=lm, lm_weight=lm_weight)
         lines.append(head + render(vocab, ids))
     return lines

@@ -118,3 +118,38 @@ def test_fusion_commands_end_to_end(run_cli, pairs_tsv, tmp_path):
     assert json.loads(out)["lm_weight"] == 0.3
     code, _, err = run_cli("seq2seq", "translate", ckpt, "--split", "test", "--lm", lm)
     assert code == 2 and "--lm-weight" in err
+
+
+def test_neural_lm_generation_fused_with_an_ngram_model():
+    """`neural generate --lm`: greedy follows argmax(log p + w log p_LM) token by token; weight 0 is the
+    model alone; a heavy weight hands the choice to the n-gram model; seeded sampling repeats."""
+    from fusion.target import TargetVocabLM
+    from neural.config import RNNConfig
+    from neural.generate import greedy, sample
+    from neural.models import build_model
+    from ngramlm import NgramLM
+
+    sents = [["a", "b", "c"], ["b", "c"], ["c", "a", "b"], ["a", "c"]] * 4
+    vocab = Vocab().fit(sents)
+    rnn = build_model("rnn", RNNConfig(vocab_size=len(vocab), cell="lstm", emb_size=6, hidden_size=6, n_layers=1),
+                      seed=3).eval()
+    ngram = NgramLM(order=2, smoothing="wb").fit(vocab.encode_sentences(sents), vocab=vocab)
+    lm = TargetVocabLM(ngram, vocab.itos_)
+    prompt = [int(vocab.encode(["a"])[0])]
+    assert greedy(rnn, prompt, 6, lm=lm, lm_weight=0.0) == greedy(rnn, prompt, 6)
+    heavy = greedy(rnn, prompt, 6, lm=lm, lm_weight=100.0, stop_at_eos=False)
+    history = ["<s>", "a"]
+    for tok in heavy:  # each token is the n-gram model's own argmax after the same history
+        probs = {w: ngram.prob(w, history) for w in vocab.itos_ if w not in ("<pad>", "<s>")}
+        assert vocab.itos_[tok] == max(probs, key=probs.get)
+        history = ["<s>"] if vocab.itos_[tok] == "</s>" else history + [vocab.itos_[tok]]
+    one = sample(rnn, prompt, 8, seed=5, lm=lm, lm_weight=0.5)
+    assert one == sample(rnn, prompt, 8, seed=5, lm=lm, lm_weight=0.5)
+
+
+def test_neural_generate_lm_options_go_together(run_cli, tmp_path):
+    code, _, err = run_cli("neural", "generate", str(tmp_path / "any.pt"), "--lm", str(tmp_path / "lm.arpa"))
+    assert code == 2 and "--lm-weight" in err
+    code, _, err = run_cli("neural", "generate", str(tmp_path / "any.pt"), "--strategy", "beam", "--lm",
+                           str(tmp_path / "lm.arpa"), "--lm-weight", "0.3")
+    assert code == 2 and "greedy and sampled" in err

@@ -367,24 +367,38 @@ def ppl_cmd(checkpoint, text_or_corpus, split, data_dir, batch_size, cache, cach
 @click.option("-n", "--num", type=int, default=1, show_default=True, help="Samples (or beam hypotheses) to print.")
 @click.option("--seed", type=int, default=None, help="Seed for sampling [default: a random one].")
 @click.option("--stop-at-eos/--no-stop-at-eos", default=True, show_default=True, help="End a sample at </s>.")
+@click.option("--lm", "lm_path", type=click.Path(dir_okay=False), default=None, metavar="MODEL",
+              help="Fuse an n-gram model (ARPA, .npz, KenLM binary) of the same vocabulary: greedy and sampled "
+                   "tokens follow log p + W log p_LM (sampling: a product of the two, renormalised).")
+@click.option("--lm-weight", type=float, default=None, metavar="W", help="The weight of --lm (e.g. 0.3).")
 @threads_option()
 def generate_cmd(checkpoint, prompt, strategy, max_len, beam_size, alpha, temperature, top_k, num, seed,
-                 stop_at_eos, threads):
+                 stop_at_eos, lm_path, lm_weight, threads):
     """Generate text from CHECKPOINT."""
     _set_threads(threads)
     from ..checkpoint import load_model
     from ..generate import beam_search, encode_prompt, greedy, render, sample_lines
 
+    if (lm_path is None) != (lm_weight is None):
+        raise InputError("--lm and --lm-weight go together", fix="give both (e.g. --lm ptb3.arpa --lm-weight 0.3)")
+    if lm_path is not None and strategy == "beam":
+        raise InputError("--lm fuses an n-gram model into greedy and sampled generation", fix="use --strategy sample "
+                         "or greedy (translators: `seq2seq translate --beam-size K --lm`)")
     model, vocab, _ = load_model(checkpoint)
+    fused = {}
+    if lm_path is not None:
+        from corpora.modelkinds import fusion_lm
+
+        fused = {"lm": fusion_lm(lm_path, vocab.itos_), "lm_weight": lm_weight}
     prompt_ids = encode_prompt(vocab, prompt)
     head = (prompt + " ") if prompt and vocab.tokenizer is not None and vocab.tokenizer.kind != "char" else prompt
     if strategy == "greedy":
-        click.echo(head + render(vocab, greedy(model, prompt_ids, max_len, stop_at_eos)))
+        click.echo(head + render(vocab, greedy(model, prompt_ids, max_len, stop_at_eos, **fused)))
     elif strategy == "beam":
         for h in beam_search(model, prompt_ids, beam_size=beam_size, max_len=max_len, alpha=alpha)[:num]:
             click.echo(f"[{h.score:8.3f} | ln p {h.log_prob:8.2f}] {head}{render(vocab, h.ids)}")
     else:
         for line in sample_lines(model, vocab, prompt=prompt, max_len=max_len, num=num, temperature=temperature,
-                                 seed=seed, top_k=top_k, stop_at_eos=stop_at_eos):
+                                 seed=seed, top_k=top_k, stop_at_eos=stop_at_eos, **fused):
             click.echo(line)
 
