@@ -342,7 +342,7 @@ def _distribute(lp1, keep, event, n_types: int):
     """The unigrams' left-over mass: to the words with no probability, or to every word when none."""
     p = np.where(keep, 10.0 ** lp1, 0.0)
     mass = 1.0 - p.sum()
-    if abs(mass) < PROB_EPSILON or mass < PROB_EPSILON:
+    if mass < PROB_EPSILON:  # none left (SRILM zeroes a mass below 3e-6, and a negative one)
         mass = 0.0
     zero = event & ~(keep & (lp1 > -np.inf))
     out = lp1.copy()

@@ -140,7 +140,8 @@ def test_the_config_resolves_the_smoother_s_alias_and_makes_the_estimator():
     assert config.smoothing == "wb"
     assert config.estimator_params() == {"order": 2, "smoothing": "wb", "k": None, "discount": None,
                                          "discount_fallback": None, "alpha": None, "lambdas": None, "prune": None,
-                                         "prune_entropy": None, "compat": None}
+                                         "prune_entropy": None, "compat": None, "interpolate": None, "gtmin": None,
+                                         "gtmax": None}
     lm = NgramLM(order=4, smoothing="kneser-ney", discount_fallback=(0.5,))
     config = BuildConfig.for_estimator(lm, memory="1G")
     assert (config.order, config.smoothing, config.memory) == (4, "kn", "1G")

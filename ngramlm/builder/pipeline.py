@@ -113,8 +113,9 @@ class BuildConfig:
         if self.weighted and streaming:
             raise InputError("count merging keeps each text's counts in memory", fix=f"drop {', '.join(streaming)}")
         if self.weighted and self.compat is not None:
-            raise InputError(f"compat={self.compat!r} reproduces {COMPAT_TOOL[self.compat]} on one text, which has no "
-                             "weights", fix="drop the weights or compat")
+            tool = COMPAT_TOOL[self.compat]
+            raise InputError(f"compat={self.compat!r} reproduces {tool} on one text, and {tool} has no weights",
+                             fix="drop the weights or compat")
         if self.compat is not None and streaming:
             why = ("depends on the order words first appear in the text, which the streaming build does not keep"
                    if self.compat == "kenlm" else "is estimated in memory, from the whole text's counts")

@@ -208,8 +208,8 @@ def _check_weighted_options(texts, memory, temp_dir, dask_address, estimation, c
         raise click.UsageError("count merging keeps each text's counts in memory: drop --memory, --temp-dir, --dask "
                                "and --estimation disk")
     if compat is not None:
-        raise click.UsageError(f"--compat {compat} reproduces {'lmplz' if compat == 'kenlm' else 'ngram-count'} on one "
-                               "text, which has no weights: drop one")
+        tool = "lmplz" if compat == "kenlm" else "ngram-count"
+        raise click.UsageError(f"--compat {compat} reproduces {tool} on one text, and {tool} has no weights: drop one")
     if smoothing not in mergeable_smoothers():
         raise click.UsageError(f"count merging weights each text's smoothed statistics, defined here for "
                                f"{', '.join(mergeable_smoothers())}, not {smoothing}: train with --smoothing mkn")
