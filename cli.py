@@ -289,6 +289,10 @@ def _register_model_kinds() -> None:
 
     neural.kind.register()
     fusion.target.register()  # seq2seq's search opens a target-side n-gram model through it (torch-free here)
+    from corpora.modelkinds import register_residual
+
+    # neural train --ngram-residual, and the checkpoints it writes: fusion.residual imported when first met.
+    register_residual(lambda: importlib.import_module("fusion.residual"))
 
 
 def _main(argv: list[str] | None) -> None:

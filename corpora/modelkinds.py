@@ -79,3 +79,37 @@ def fusion_lm(path, target_words, device="cpu"):
         raise InputError("no language model can be fused into the search: the fusion package is not registered",
                          fix="run the ngramlm program, or call fusion.target.register() first")
     return _FUSION["open"](path, target_words, device=device)
+
+
+# A network trained on an n-gram model's residual (``neural train --ngram-residual``, ``fusion.residual``)
+# is a model kind neural learns of from the package above both families.  The program registers a loader
+# that imports that module on first use, so commands that never meet such a model never import torch for it.
+_RESIDUAL: dict = {}
+
+
+def register_residual(load_module: Callable[[], "object"]) -> None:
+    """``load_module()`` -> the module with ``residual_lm(net, path, words)`` whose import registers the
+    ``residual`` model kind with ``neural.models``.  ``cli.py`` registers ``fusion.residual``'s."""
+    _RESIDUAL["load"] = load_module
+
+
+def residual_lm(net, path, words, **options):
+    """``net`` wrapped to learn the residual of the n-gram model in ``path`` (``words``: each id's string)."""
+    return residual_module().residual_lm(net, path, words, **options)
+
+
+def residual_module():
+    """The registered module of residual models (``fusion.residual``): its cross-fitting helpers."""
+    from .errors import InputError
+
+    if "load" not in _RESIDUAL:
+        raise InputError("residual models are not registered", fix="run the ngramlm program, or import fusion.residual")
+    return _RESIDUAL["load"]()
+
+
+def load_model_kind(kind: str) -> bool:
+    """Make a registered model kind that lives above the families known to ``neural`` (True if one was)."""
+    if kind == "residual" and "load" in _RESIDUAL:
+        _RESIDUAL["load"]()
+        return True
+    return False

@@ -66,17 +66,32 @@ class NgramTensorLM(TensorLM):
         dtype = dtype or (torch.float32 if table.float32_sums else torch.float64)
         self.table = table
         self.vocab = table.vocab
-        self.order = table.order
-        self.V = table.V
+        put = lambda a, dt=None: as_tensor(a, device, dt)  # noqa: E731
+        self._set_tensors([put(k) for k in table.keys], [put(p, dtype) for p in table.log10_prob],
+                          [put(b, dtype) for b in table.log10_backoff], [put(s) for s in table.child_start],
+                          V=table.V, missing_backoff=table.missing_backoff, source=table.source, dtype=dtype,
+                          device=device)
+
+    @classmethod
+    def from_tensors(cls, keys: list, log10_prob: list, log10_backoff: list, child_start: list, *, V: int,
+                     missing_backoff: float, source: str = "") -> "NgramTensorLM":
+        """The tensor form over tables that are already tensors (a residual model's buffers,
+        :mod:`fusion.residual`): shared, not copied; no vocabulary strings (``ids`` is unavailable)."""
+        self = cls.__new__(cls)
+        self.table, self.vocab = None, None
+        self._set_tensors(list(keys), list(log10_prob), list(log10_backoff), list(child_start), V=V,
+                          missing_backoff=missing_backoff, source=source, dtype=log10_prob[0].dtype,
+                          device=log10_prob[0].device)
+        return self
+
+    def _set_tensors(self, keys, lp, bo, child_start, *, V, missing_backoff, source, dtype, device) -> None:
+        self.order = len(keys)
+        self.V = int(V)
         self.dtype = dtype
         self.device = torch.device(device or "cpu")
-        self.missing_backoff = float(table.missing_backoff)
-        self.source = table.source
-        put = lambda a, dt=None: as_tensor(a, self.device, dt)  # noqa: E731
-        self.keys = [put(k) for k in table.keys]
-        self.lp = [put(p, dtype) for p in table.log10_prob]
-        self.bo = [put(b, dtype) for b in table.log10_backoff]
-        self.child_start = [put(s) for s in table.child_start]
+        self.missing_backoff = float(missing_backoff)
+        self.source = source
+        self.keys, self.lp, self.bo, self.child_start = keys, lp, bo, child_start
         never = torch.zeros(self.V, dtype=torch.bool)
         never[[PAD_ID, BOS_ID]] = True  # never predicted: -inf whatever the tables hold for them
         self.never = never.to(self.device)

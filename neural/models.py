@@ -20,9 +20,18 @@ MODEL_CLASSES = {"rnn": (RNNLM, RNNConfig), "transformer": (TransformerLM, Trans
 MODEL_CLASSES["bert"] = (BertLM, BertConfig)  # a masked LM: scored by `ngramlm bert pppl`, not as a causal LM
 
 
+def register_model_kind(kind: str, cls, cfg_cls) -> None:
+    """A kind built outside this package (``fusion.residual``'s ``residual``): its class and config class."""
+    MODEL_CLASSES[kind] = (cls, cfg_cls)
+
+
 def build_model(kind: str, config: Union[dict, RNNConfig, TransformerConfig],
                 seed: Optional[int] = None) -> LanguageModel:
     """``build_model("rnn", {...})`` -> a fresh model; ``seed`` makes the initial weights repeatable."""
+    if kind not in MODEL_CLASSES:
+        from corpora.modelkinds import load_model_kind
+
+        load_model_kind(kind)  # a kind registered by the program, loaded on first use
     if kind not in MODEL_CLASSES:
         raise InputError(f"unknown model kind {kind!r}", fix=f"use one of {', '.join(MODEL_CLASSES)}")
     cls, cfg_cls = MODEL_CLASSES[kind]
@@ -47,4 +56,6 @@ def model_name(model: LanguageModel) -> str:
         return f"seq2seq{'-attn' if model.config.attention else ''}-{model.config.cell}"
     if model.kind == "bert":
         return "bert"
+    if model.kind == "residual":  # a network trained on an n-gram model's residual
+        return f"{model_name(model.net)}+ngram"
     return model.config.cell if model.kind == "rnn" else "transformer"

@@ -160,6 +160,17 @@ def _both(field: str, fmt=str) -> str:
 @click.option("-o", "--output", "--out", "out", type=click.Path(dir_okay=False), default=None,
               help="Checkpoint file [default: runs/CORPUS-MODEL.pt].")
 @click.option("--resume", type=click.Path(dir_okay=False), default=None, help="Continue the run saved in this checkpoint.")
+@click.option("--ngram-residual", "ngram_residual", type=click.Path(dir_okay=False), default=None, metavar="MODEL",
+              help="Train on the residual of this n-gram model (ARPA, .npz, KenLM trie): the network's logits are "
+                   "added to its log-probabilities (a product of experts); the checkpoint holds both.")
+@click.option("--ngram-weight", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              help="With --ngram-residual: log p = log_softmax(network logits + W ln p_ngram).")
+@click.option("--ngram-folds", type=click.IntRange(min=0), default=2, show_default=True,
+              help="With --ngram-residual: score each group of training rows by an n-gram model (same order, "
+                   "--ngram-fold-smoothing) trained on the rest of the text, as the test text is scored by one "
+                   "that never saw it; 0 = the MODEL itself everywhere.")
+@click.option("--ngram-fold-smoothing", type=click.Choice(["mkn", "kn", "wb", "absolute"]), default="mkn",
+              show_default=True, help="The fold models' smoother.")
 @click.option("--dry-run", is_flag=True, help="Train one batch, validate on a prefix, write the checkpoint, stop.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
 @json_option
@@ -167,7 +178,8 @@ def train_cmd(corpus, model_name, impl, data_dir, valid_file, test_file, tokeniz
               dropout, tie, locked_dropout, dropout_in, emb_dropout, weight_drop, ar, tar, average, average_after, d_model, heads, d_ff, block_size, positional, epochs, time_budget, batch_size, bptt,
               batch_scheme, optimizer, lr, momentum, weight_decay, clip, schedule, lr_decay, plateau_threshold, warmup,
               patience,
-              eval_batch_size, bf16, seed, threads, out, resume, dry_run, progress, as_json):
+              eval_batch_size, bf16, seed, threads, out, resume, ngram_residual, ngram_weight, ngram_folds,
+              ngram_fold_smoothing, dry_run, progress, as_json):
     """Train a neural LM on CORPUS (a registered name such as ptb, or a text file).
 
     CORPUS defaults to the toy corpus, or with --resume to the corpus the run was trained on.
@@ -180,9 +192,13 @@ def train_cmd(corpus, model_name, impl, data_dir, valid_file, test_file, tokeniz
     from ..precision import choose_precision
     from ..training.trainer import Trainer
 
+    if resume and ngram_residual:
+        raise InputError("--ngram-residual with --resume: the checkpoint already holds its n-gram model (if any)",
+                         fix="drop --ngram-residual to resume, or start a new run with another --out")
     # Where the model goes is checked before anything is loaded or trained.
     if out is None and not resume:
-        out = os.path.join("runs", f"{Path(corpus or 'toy').stem}-{model_name or 'lstm'}.pt")
+        out = os.path.join("runs", f"{Path(corpus or 'toy').stem}-{model_name or 'lstm'}"
+                                   f"{'+ngram' if ngram_residual else ''}.pt")
     if out is not None:
         check_writable(out, what="checkpoint")
         check_writable(best_path(out), what="checkpoint")
@@ -232,6 +248,15 @@ def train_cmd(corpus, model_name, impl, data_dir, valid_file, test_file, tokeniz
                        average_after=average_after))
         tcfg.validate()
         model = build_model(kind, cfg, seed=seed)
+        if ngram_residual is not None:
+            from corpora.modelkinds import residual_lm
+
+            model = residual_lm(model, ngram_residual, ds.vocab.itos_, folds=ngram_folds,
+                                fold_smoothing=ngram_fold_smoothing, weight=ngram_weight)
+            if model.config.unmapped:
+                _echo_err(f"warning: {model.config.unmapped:,} of the {ds.vocab.n_types:,} types are not in "
+                          f"{ngram_residual}: each is scored as its <unk>")
+            _build_folds(model, ds, tcfg)
         trainer = Trainer(model, ds.vocab, ds["train"].ids, ds["valid"].ids, tcfg, out=out, progress=progress,
                           log=_echo_err, data_info=data_info, **budget_kw)
         _echo_err(f"{model.describe()}\n{tcfg}\ncorpus {corpus}: {ds['train'].n_tokens:,} training tokens, "
@@ -269,9 +294,28 @@ def _resume_trainer(resume, ds, out, model_name, epochs, time_budget, bf16, dry_
     trainer = Trainer.resume(resume, ds["train"].ids, ds["valid"].ids, vocab=ds.vocab, expect_name=model_name,
                              overrides=overrides, out=out or resume, progress=progress, log=_echo_err,
                              data_info=data_info, **budget_kw)
+    _build_folds(trainer.model, ds, trainer.cfg)
     _echo_err(f"resuming {resume} at epoch {trainer.position['epoch'] + 1}, batch {trainer.position['batch']} "
               f"(step {trainer.step}, best valid ppl {trainer.best_val_ppl:.2f})")
     return trainer
+
+
+def _build_folds(model, ds, tcfg) -> None:
+    """A residual model with cross-fitting gets its fold models, trained on the training text now."""
+    if getattr(model, "kind", None) != "residual" or not model.config.folds:
+        return
+    from corpora.modelkinds import residual_module
+
+    c = model.config
+    if tcfg.batch_scheme != "sequential":
+        raise InputError(f"--ngram-folds {c.folds} needs sequential batches (each row one stretch of the text)",
+                         fix="use --batch-scheme sequential, or --ngram-folds 0")
+    t0 = time.perf_counter()
+    model.set_folds(residual_module().cross_fit_folds(ds["train"].ids, ds.vocab, batch_size=tcfg.batch_size,
+                                                      folds=c.folds, order=c.ngram_order,
+                                                      smoothing=c.fold_smoothing))
+    _echo_err(f"cross-fitting: {c.folds} order-{c.ngram_order} {c.fold_smoothing} models, each trained without "
+              f"the rows it scores ({time.perf_counter() - t0:.1f} s)")
 
 
 def _score_test(trainer, test_ids, eval_batch_size, dry_run: bool, as_json: bool) -> dict:
