@@ -140,7 +140,8 @@ class ParallelRun(RunBase):
                 r["test_bits_per_byte"] = -log2p / n_bytes  # the target side's bytes, one convention for all
 
     def stages(self) -> tuple:
-        return (self._ngram_stage, self._lm_stage, self._translator_stage, self._bleu_stage, self._examples_stage)
+        return (self._ngram_stage, self._lm_stage, self._translator_stage, self._bleu_stage, self._fusion_stage,
+                self._examples_stage)
 
     # ------------------------------------------------------------------ stages
     def _ngram_stage(self) -> None:
@@ -214,6 +215,44 @@ class ParallelRun(RunBase):
             self.log(f"  BLEU {rid:<16} {r['decoder']:<6} k={r['beam']} alpha={r['alpha']:<4} {r['bleu']:6.2f}")
         return row
 
+    def _fusion_stage(self) -> None:
+        """Shallow fusion (``neural.seq2seq.translate``): each translator with the target-side n-gram model of
+        the best validation perplexity, its weight tuned by greedy BLEU on the valid pairs (0 -- the
+        translator alone -- among the choices), then BLEU on the test pairs, greedy and at the widest beam."""
+        s = self.settings
+        if not getattr(s, "fusion", True) or not self.models:
+            return
+        pick = fusion_ngram(self.results["rows"])
+        if pick is None:
+            return
+        from corpora.modelkinds import fusion_lm
+        from ngramlm import NgramLM
+
+        smoother, order = pick
+        lm = fusion_lm(NgramLM(order=order, smoothing=smoother).fit(self.data["train"], vocab=self.data.vocab),
+                       self.par.tgt_vocab.itos_)
+        widest = max(s.beams)
+        self.log(f"shallow fusion: the target-side {smoother} {order}-gram, weight among "
+                 f"{', '.join(f'{w:g}' for w in FUSION_WEIGHTS)} tuned by greedy BLEU on valid; greedy and beam {widest}")
+        self.results["fusion"] = {"smoother": smoother, "order": order, "weights": list(FUSION_WEIGHTS),
+                                  "tuned_by": "greedy BLEU on valid"}
+        for rid, model in self.models.items():
+            settings = {"row": rid, "row_key": _row_key(self.results, rid), "lm": [smoother, order],
+                        "weights": list(FUSION_WEIGHTS), "beam": widest, "alpha": ALPHA}
+            key = cache_key("fusion", settings, self.par.fingerprint)
+            row = self.cache.get(key)
+            if row is None:
+                t0 = time.perf_counter()
+                row = {"id": f"fusion:{rid}", "bleu": fused_bleu_rows(model, self.par, lm, widest), "seconds": 0.0}
+                for r in row["bleu"]:
+                    r["model"] = rid
+                row["seconds"] = time.perf_counter() - t0
+                self.cache.put(key, row)
+            for r in row["bleu"]:
+                self.log(f"  BLEU {rid:<16} {r['decoder']:<6} k={r['beam']} + n-gram w={r['lm_weight']:<4g} "
+                         f"{r['bleu']:6.2f}")
+            self.results["bleu"].extend(row["bleu"])
+
     def _examples_stage(self) -> None:
         from neural.seq2seq.translate import (attention_for, beam_translate, best_translation, greedy_translate,
                                               ids_to_text)
@@ -283,6 +322,38 @@ def transformer_attention(model, src: list, tgt: list, chosen: list, tokens) -> 
                                          model="seq2seq-transformer", kind="decoder",
                                          title=f"Transformer: decoder self-attention, causal ({where})", pair=j + 1))
     return cross + selfs
+
+
+FUSION_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5)
+
+
+def fusion_ngram(rows: list) -> Optional[tuple]:
+    """``(smoother, order)`` of the target-side n-gram row of the best validation perplexity, or None."""
+    best = None
+    for r in rows:
+        v = (r.get("valid") or {}).get("ppl")
+        st = r.get("settings") or {}
+        if r.get("family") == "ngram" and v is not None and "smoother" in st and st.get("order", 0) >= 2:
+            if best is None or v < best[0]:
+                best = (v, st["smoother"], st["order"])
+    return None if best is None else best[1:]
+
+
+def fused_bleu_rows(model, par, lm, beam: int) -> list:
+    """The weight with the best greedy BLEU on valid (ties: the smaller), then the test BLEU of greedy and
+    of beam ``beam`` (alpha ALPHA) with it: rows marked ``fusion`` with their ``lm_weight``."""
+    from neural.seq2seq.translate import bleu_table
+
+    valid = bleu_table(model, par, "valid", beams=(1,), lm=lm, lm_weights=FUSION_WEIGHTS)
+    best = max(valid, key=lambda r: (r["bleu"], -r["lm_weight"]))
+    w = best["lm_weight"]
+    rows = bleu_table(model, par, "test", beams=(1,), lm=lm, lm_weights=(w,))
+    if beam > 1:
+        rows += bleu_table(model, par, "test", beams=(beam,), alphas=(ALPHA,), lm=lm, lm_weights=(w,))
+    for r in rows:
+        r.update(fusion=True, lm_weight=w, valid_bleu=best["bleu"],
+                 valid_by_weight={f"{v['lm_weight']:g}": v["bleu"] for v in valid})
+    return rows
 
 
 def _row_key(results: dict, rid: str) -> str:

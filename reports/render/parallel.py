@@ -79,28 +79,50 @@ def build_context(results: dict) -> dict:
                            else f"{100 * (r['test_ppl'] / baseline - 1):+.0f} %")
     bleu = results.get("bleu") or []
     models = sorted({b["model"] for b in bleu})
-    beams = sorted({b["beam"] for b in bleu})
     grid = []
-    for k in beams:
-        for alpha in sorted({b["alpha"] for b in bleu if b["beam"] == k}):
-            cells = {b["model"]: b for b in bleu if b["beam"] == k and b["alpha"] == alpha}
-            grid.append({"decoder": "greedy" if k == 1 else f"beam {k}", "alpha": alpha,
-                         "cells": [f"{cells[m]['bleu']:.2f}" if m in cells else "-" for m in models],
-                         "v": [cells[m]["bleu"] if m in cells else None for m in models],
-                         "ci": [f"{cells[m]['ci'][0]:.2f}–{cells[m]['ci'][1]:.2f}" if m in cells and cells[m].get("ci")
-                                else "" for m in models]})
-    top = max((v for g in grid for v in g["v"] if v is not None), default=None)
-    for g in grid:
-        g["best"] = [v is not None and v == top for v in g["v"]]
+    # Rows: each decoder (beam size, alpha) alone, then the same decoders with shallow fusion (the weight,
+    # tuned per translator on valid, shown in the cell).
+    keys = sorted({(bool(b.get("fusion")), b["beam"], b["alpha"]) for b in bleu})
+    for fused, k, alpha in keys:
+        cells = {b["model"]: b for b in bleu
+                 if b["beam"] == k and b["alpha"] == alpha and bool(b.get("fusion")) == fused}
+        name = "greedy" if k == 1 else f"beam {k}"
+        grid.append({"decoder": f"{name} + n-gram" if fused else name, "alpha": alpha, "fusion": fused,
+                     "cells": [(f"{cells[m]['bleu']:.2f}" + (f" (w {cells[m]['lm_weight']:g})" if fused else ""))
+                               if m in cells else "-" for m in models],
+                     "v": [cells[m]["bleu"] if m in cells else None for m in models],
+                     "ci": [f"{cells[m]['ci'][0]:.2f}–{cells[m]['ci'][1]:.2f}" if m in cells and cells[m].get("ci")
+                            else "" for m in models]})
+    best_note = _mark_best(grid)
     c = results["corpus"]
     return {
         "corpus": c, "status": results.get("status"), "created": results.get("created"),
         "settings": results["settings"], "rows": main, "all_ngram": [_row(r) for r in ngram],
-        "bleu_models": models, "bleu_grid": grid, "signature": bleu[0]["signature"] if bleu else None,
+        "bleu_models": models, "bleu_grid": grid, "best_note": best_note, "signature": bleu[0]["signature"] if bleu else None,
+        "fusion": results.get("fusion"),
         "examples": results.get("examples") or [],
         "attention": [{**a, "caption": heatmap_title(a, i)} for i, a in enumerate(results.get("attention") or [], 1)],
         "timing": results.get("timing") or {}, "target_bytes": results.get("target_test_bytes"),
     }
+
+
+def _mark_best(grid: list) -> str:
+    """Star the best BLEU only where it is one: the top cell's 95 % interval must lie above every other
+    cell's value; else the cells inside it are a tie, said as one and starred none.  Returns the note."""
+    cells = [(v, g, i) for g in grid for i, v in enumerate(g["v"]) if v is not None]
+    for g in grid:
+        g["best"] = [False] * len(g["v"])
+    if not cells:
+        return ""
+    top_v, top_g, top_i = max(cells, key=lambda c: c[0])
+    raw_ci = top_g["ci"][top_i]
+    low = float(raw_ci.split("–")[0]) if raw_ci else top_v
+    tied = [(g["decoder"], g["alpha"], i) for v, g, i in cells if v >= low and not (g is top_g and i == top_i)]
+    if not tied:
+        top_g["best"][top_i] = True
+        return "★ marks the best BLEU: every other cell lies below its 95 % interval."
+    return (f"No single best: {len(tied)} other cell{'s' if len(tied) > 1 else ''} lie inside the 95 % interval "
+            f"of the highest ({top_v:.2f}, {top_g['decoder']}), a tie at this test size, so none is starred.")
 
 
 _BPB_TITLE = Markup("the test log-probability over the UTF-8 bytes of the target sentences as read, "
