@@ -37,14 +37,33 @@ def test_compare_on_a_tsv_of_pairs_scores_every_model_on_the_same_target_tokens(
         assert r["test"]["ppl"] > 1.0 and math.isfinite(r["test"]["ppl"])
     assert by_id["seq2seq-attn"]["conditional"] and "conditional" not in by_id["mkn-3"]
     # BLEU: greedy, then beam 3 with and without length normalisation, per translator.
-    grid = {(b["model"], b["beam"], b["alpha"]) for b in res["bleu"]}
+    grid = {(b["model"], b["beam"], b["alpha"]) for b in res["bleu"] if not b.get("fusion")}
     assert grid == {(m, k, a) for m in ("seq2seq", "seq2seq-attn") for k, a in ((1, 0.0), (3, 0.0), (3, 0.7))}
+    # Shallow fusion with the target-side n-gram of the best valid ppl: greedy and the widest beam, the
+    # weight tuned per translator by greedy BLEU on valid (0 = the translator alone is among the choices).
+    fused = [b for b in res["bleu"] if b.get("fusion")]
+    assert {(b["model"], b["beam"], b["alpha"]) for b in fused} == {
+        (m, k, a) for m in ("seq2seq", "seq2seq-attn") for k, a in ((1, 0.0), (3, 0.7))}
+    best_ngram = min((r for r in res["rows"] if r.get("family") == "ngram" and r["settings"]["order"] >= 2),
+                     key=lambda r: r["valid"]["ppl"])
+    assert res["fusion"]["smoother"] == best_ngram["settings"]["smoother"]
+    assert res["fusion"]["order"] == best_ngram["settings"]["order"]
+    for b in fused:
+        assert set(b["valid_by_weight"]) == {"0", "0.1", "0.2", "0.3", "0.5"}
+        chosen = max(b["valid_by_weight"].items(), key=lambda kv: (kv[1], -float(kv[0])))  # ties: the smaller
+        assert b["lm_weight"] == float(chosen[0])
+        assert b["valid_bleu"] == max(b["valid_by_weight"].values())
+        if b["lm_weight"] == 0.0:  # the translator alone: the plain row's BLEU
+            alone = next(a for a in res["bleu"] if not a.get("fusion") and a["model"] == b["model"]
+                         and a["beam"] == b["beam"] and a["alpha"] == b["alpha"])
+            assert b["bleu"] == alone["bleu"]
     assert all("tok:none" in b["signature"] and 0.0 <= b["bleu"] <= 100.0 for b in res["bleu"])
     # Attention matrices: rows are the target tokens + </s>, columns the source tokens + </s>; each row sums to 1.
     check_attention_rows(res["attention"])
     md = (out / "report.md").read_text("utf-8")
     html = (out / "report.html").read_text("utf-8")
     assert "reads the source" in md and "| Seq2Seq + attention (tiny) | yes |" in md
+    assert "| greedy + n-gram | 0.0 |" in md and "shallow fusion" in md
     assert 'id="s2s-temp"' in html and html.count("<noscript>") == len(res["attention"])
     assert (out / "plots" / "attention_1.png").stat().st_size > 1000
     if os.access(CHROMIUM, os.X_OK):  # the heatmap is drawn by the page's script; its slider re-weights

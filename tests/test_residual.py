@@ -172,3 +172,43 @@ def test_bad_combinations_are_refused(toy, tmp_path):
     sb = NgramLM(order=2, smoothing="stupid").fit(ds["train"], vocab=ds.vocab)
     with pytest.raises(InputError, match="not a distribution"):
         ResidualLM.from_ngram(_net(ds), sb, ds.vocab.itos_)
+
+
+def test_the_ladder_shows_a_residual_model_as_a_side_row(tmp_path):
+    from neural.config import RNNConfig, TrainConfig
+    from neural.rnn import RNNLM
+    from neural.training.trainer import Trainer
+    from reports.experiments.ladder import LadderOptions, run_ladder
+    from reports.render.ladder import write_ladder
+
+    lines = [" ".join(s) for s in load_corpus("toy").sentences("train")[:1500]]
+    path = tmp_path / "small.txt"
+    path.write_text("\n".join(lines) + "\n")
+    ds = prepare(load_corpus(str(path)))
+    ckpts = {}
+    for name in ("plain", "residual"):
+        torch.manual_seed(0)
+        m = RNNLM(RNNConfig(vocab_size=len(ds.vocab), emb_size=16, hidden_size=16, n_layers=1))
+        if name == "residual":
+            m = ResidualLM.from_ngram(m, NgramLM(order=3, smoothing="mkn").fit(ds["train"], vocab=ds.vocab),
+                                      ds.vocab.itos_)
+            m.config.ngram_weight = 0.5
+        ckpts[name] = tmp_path / f"{name}.pt"
+        Trainer(m, ds.vocab, ds["train"].ids, ds["valid"].ids, TrainConfig(epochs=1, lr=5, patience=0),
+                out=ckpts[name], progress=False, log=lambda s: None, data_info={"corpus": str(path)}).fit()
+    opts = LadderOptions(order=3, window=200, tune_tokens=300, rms_tokens=2000, segment_len=7, infini=False,
+                         dynamic=False, residual=str(ckpts["residual"]))
+    res = run_ladder(ckpts["plain"], str(path), options=opts, log=lambda s: None)
+    rows = {r["id"]: r for r in res["rows"]}
+    assert "residual" in rows and "residual" not in res["ladder"] and not rows["residual"]["rung"]
+    model = load_model(ckpts["residual"])[0]
+    assert rows["residual"]["test_ppl"] == pytest.approx(evaluate(model, ds["test"].ids).ppl, rel=1e-5)
+    assert rows["residual"]["params"]["ngram_weight"] == 0.5 and rows["residual"]["params"]["ngram_order"] == 3
+    page = write_ladder(res, tmp_path / "out")
+    html = (tmp_path / "out" / "report.html").read_text("utf-8")
+    assert "residual" in html
+    assert page
+    # the ladder refuses a checkpoint that is not a residual model
+    with pytest.raises(InputError, match="not one trained on an n-gram's residual"):
+        run_ladder(ckpts["plain"], str(path), options=LadderOptions(
+            order=3, cache=False, dynamic=False, infini=False, residual=str(ckpts["plain"])), log=lambda s: None)

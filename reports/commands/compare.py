@@ -26,7 +26,7 @@ _SETTING_OPTIONS = {
     "curve": "curve", "curve_minutes": "curve_minutes", "curve_smoother": "curve_smoother",
     "passage_tokens": "passage_tokens", "toy_train_tokens": "toy_train_tokens",
     "toy_eval_tokens": "toy_eval_tokens", "seed": "seed", "seq2seq_minutes": "seq2seq_minutes", "beams": "beams",
-    "ladder": "ladder", "prune_curve": "prune_curve",
+    "ladder": "ladder", "prune_curve": "prune_curve", "fusion": "fusion",
 }
 
 
@@ -74,6 +74,7 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
         "beams": _parse_beams(opts["beams"]),
         "ladder": opts["ladder"],
         "prune_curve": opts["prune_curve"],
+        "fusion": opts["fusion"],
     }
     if opts["neural"] is not None and opts["neural"].strip().lower() != "none" and not values["neural"]:
         raise InputError("--neural is empty", fix=f"pass e.g. --neural {','.join(DEFAULT_NEURAL)}, or --neural none")
@@ -137,6 +138,9 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
               help="Parallel corpora (fra-eng): training minutes per translator [default: the neural budget].")
 @click.option("--beams", default="1,2,3,4,5", show_default=True,
               help="Parallel corpora: beam sizes of the BLEU table, each with and without length normalisation.")
+@click.option("--fusion/--no-fusion", default=True, show_default=True,
+              help="Parallel corpora: BLEU rows with shallow fusion of the target-side n-gram of the best validation "
+                   "ppl (its weight tuned by greedy BLEU on valid).")
 @click.option("--ladder", is_flag=True,
               help="Add the ladder for each neural model: + neural cache, + dynamic evaluation, + n-gram (global and "
                    "per-context weights), + the infini-gram, on the same test tokens (minutes per model on PTB).")
@@ -158,7 +162,7 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
 @json_option
 @click.pass_context
 def compare_cmd(ctx, corpus, out, valid_file, test_file, tokenizer, tokenizers, neural_tokenizers, max_order, smoothers, neural, neural_minutes, neural_epochs, neural_size, checkpoints, curve,
-                curve_minutes, curve_smoother, passage_tokens, seq2seq_minutes, beams, ladder, prune_curve, toy_train_tokens, toy_eval_tokens, quick, force, resume,
+                curve_minutes, curve_smoother, passage_tokens, seq2seq_minutes, beams, fusion, ladder, prune_curve, toy_train_tokens, toy_eval_tokens, quick, force, resume,
                 data_dir, seed, threads, verbose, as_json):
     """Train n-gram models (orders 1..N x smoothers) and neural models on one tokenization of CORPUS
     [default: toy], cache every result, and write results.json, report.md and report.html."""

@@ -32,10 +32,12 @@ def _echo_err(msg: str) -> None:
 @click.option("--dyn-segment", type=click.IntRange(min=1), default=20, show_default=True,
               help="Dynamic evaluation: tokens scored before each update (shorter adapts sooner, costs more).")
 @click.option("--infini/--no-infini", default=True, show_default=True, help="The ∞-gram rung (three-way mixture).")
+@click.option("--residual", type=click.Path(dir_okay=False, exists=True), default=None, metavar="CHECKPOINT",
+              help="A side row: a model of `neural train --ngram-residual` (same corpus), scored on the same tokens.")
 @threads_option()
 @json_option
 def ladder_cmd(checkpoint, corpus, data_dir, out_dir, order, smoothing, cache, cache_window, dynamic_eval, dyn_rule,
-               tune_tokens, dyn_segment, infini, threads, as_json):
+               tune_tokens, dyn_segment, infini, residual, threads, as_json):
     """Climb the ladder for CHECKPOINT on its corpus [or CORPUS]: n-gram, the model, + neural cache,
     + dynamic evaluation, + n-gram (global, then per-context weights), + ∞-gram -- all on the same test
     tokens, tuned on valid, with bootstrap intervals and the time each rung adds."""
@@ -48,7 +50,8 @@ def ladder_cmd(checkpoint, corpus, data_dir, out_dir, order, smoothing, cache, c
 
     check_writable(Path(out_dir) / "report.html", what="ladder report")
     opts = LadderOptions(order=order, smoothing=smoothing, cache=cache, window=cache_window, dynamic=dynamic_eval,
-                         rule=dyn_rule, tune_tokens=tune_tokens, segment_len=dyn_segment, infini=infini)
+                         rule=dyn_rule, tune_tokens=tune_tokens, segment_len=dyn_segment, infini=infini,
+                         residual=residual)
     results = run_ladder(checkpoint, corpus, data_dir=data_dir, options=opts, log=_echo_err)
     page = write_ladder(results, out_dir)
     if as_json:

@@ -55,6 +55,7 @@ class LadderOptions:
     rms_tokens: Optional[int] = 100000  # training tokens for the rms rule's gradient RMS
     infini: bool = True
     top: int = 8  # tokens listed per step
+    residual: Optional[str] = None  # a checkpoint of `neural train --ngram-residual`: a side row beside the mixtures
 
 
 def _ppl(lp_nats: np.ndarray) -> float:
@@ -275,6 +276,28 @@ def _mix_step(c: _Climb) -> dict:
     return c.clock.run("mix_global", "n-gram + neural, global and per-context weights", run)
 
 
+def _residual_step(c: _Climb) -> dict:
+    """A side row: a network trained on an n-gram model's residual (``neural train --ngram-residual``), the
+    product of experts beside the ladder's interpolation of separately trained models."""
+    from neural.checkpoint import load_model
+    from neural.evaluation import token_log_probs
+
+    def run():
+        model, vocab = load_model(c.opt.residual)[:2]
+        if model.kind != "residual":
+            raise InputError(f"{c.opt.residual} holds a {model.kind} model, not one trained on an n-gram's residual",
+                             path=c.opt.residual, fix="train one with `ngramlm neural train --ngram-residual MODEL`")
+        if vocab != c.vocab:
+            raise InputError("the residual model has another vocabulary than the ladder's model", path=c.opt.residual,
+                             fix="train both on the same corpus and tokenizer")
+        lp = {s: token_log_probs(model, c.ids[s]) for s in ("valid", "test")}
+        cfg = model.config
+        return lp, {"checkpoint": str(c.opt.residual), "ngram": cfg.ngram_source, "ngram_order": cfg.ngram_order,
+                    "ngram_weight": cfg.ngram_weight, "folds": cfg.folds}
+
+    return {"residual": c.clock.run("residual", "residual-trained model, full history", run)}
+
+
 _SCHEMES = {"ngram": "n-gram context match", "infini": "∞-gram effective n",
             "both": "n-gram match × ∞-gram effective n"}
 
@@ -326,7 +349,7 @@ class Step:
 
 STEPS = (Step(None, _ngram_step), Step(None, _neural_step), Step("cache", _unigram_cache_step),
          Step("cache", _cache_step), Step("dynamic", _dynamic_step), Step(None, _mix_step),
-         Step("infini", _infini_step))
+         Step("infini", _infini_step), Step("residual", _residual_step))
 
 
 @dataclass(frozen=True)
@@ -361,6 +384,8 @@ RUNGS = (
     Rung("mix_context", lambda o, a: "+ per-context weights", lambda o: True, ()),
     Rung("mix3_global", lambda o, a: "+ ∞-gram, global weights (three-way)", lambda o: False, ("infini",)),
     Rung("mix3_context", lambda o, a: "+ ∞-gram, per-context weights (three-way)", lambda o: True, ("infini",)),
+    Rung("residual", lambda o, a: "trained on an n-gram's residual (product of experts, its own checkpoint)",
+         lambda o: False, ("residual",)),
 )
 
 
@@ -423,7 +448,7 @@ def _family(rid: str) -> str:
         return "ngram"
     if rid.startswith("mix3"):
         return "infini"
-    if rid.startswith("mix"):
+    if rid.startswith("mix") or rid == "residual":
         return "interpolated"
     return "neural"
 

@@ -220,7 +220,7 @@ class ParallelRun(RunBase):
         the best validation perplexity, its weight tuned by greedy BLEU on the valid pairs (0 -- the
         translator alone -- among the choices), then BLEU on the test pairs, greedy and at the widest beam."""
         s = self.settings
-        if not getattr(s, "fusion", True) or not self.models:
+        if not s.fusion or not self.models:
             return
         pick = fusion_ngram(self.results["rows"])
         if pick is None:

@@ -53,6 +53,7 @@ class CompareSettings:
     threads: int = 1  # torch.set_num_threads (see `ngramlm compare --help`)
     seq2seq_minutes: Optional[float] = None  # parallel corpora: budget per translator [default: the neural budget]
     beams: tuple = (1, 2, 3, 4, 5)  # parallel corpora: beam sizes of the BLEU table (1 = greedy)
+    fusion: bool = True  # parallel corpora: BLEU with shallow fusion of the best target-side n-gram
     ladder: bool = False  # the ladder section: cache, dynamic evaluation and count mixtures on each neural model
     prune_curve: bool = True  # the pruning section: the best back-off model pruned to 50/10/1 % of its n-grams
 
