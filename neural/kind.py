@@ -23,9 +23,13 @@ def _per_token_log10(path: str, sentences: list):
 
 
 def _ppl_summary(path: str, text, split: str, data_dir) -> dict:
+    import sys
+
     from .scoring import ppl_summary
 
-    return ppl_summary(path, text, split=split, data_dir=data_dir)
+    # `ngramlm ppl CHECKPOINT` says what it scores and shows its progress on stderr, as `neural ppl` does.
+    return ppl_summary(path, text, split=split, data_dir=data_dir, log=lambda m: print(m, file=sys.stderr),
+                       progress=True)
 
 
 def _sample(path: str, prompt: str, max_len: int, num: int, temperature: float, seed) -> list:

@@ -10,7 +10,7 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -52,7 +52,8 @@ def _score_sentences(checkpoint_path, text_path_or_corpus, split, data_dir, voca
 
 def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optional[str] = None, *,
                 split: str = "test", data_dir: Optional[str] = None, batch_size: int = 1,
-                threads: Optional[int] = 2, adapt=None) -> dict:
+                threads: Optional[int] = 2, adapt=None, log: Optional[Callable[[str], None]] = None,
+                progress: bool = False) -> dict:
     """Perplexity of a checkpoint on a corpus split (by name), a whole text file, or ``"-"`` (stdin).
 
     ``text_path_or_corpus=None`` scores the ``split`` of the corpus the checkpoint was trained on.
@@ -64,6 +65,10 @@ def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optiona
     ``adapt`` (a :class:`neural.adaptation.adaptive.AdaptOptions`) adds ``"adaptation"``: the
     perplexities with a unigram / neural cache and dynamic evaluation, their parameters
     (tuned on the valid split unless given) and times.  Without it the dict is unchanged.
+
+    ``log`` gets one line when scoring starts (what, how many tokens, the threads) and the thread rule's
+    switches (:class:`neural.training.contention.ThreadRule`: one torch thread while other processes use
+    the cores); ``progress`` draws a bar of the tokens scored on stderr (where stderr is a terminal).
     """
     import torch
 
@@ -79,6 +84,21 @@ def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optiona
                                                      data_info)
     encoded = vocab.encode_sentences(sentences)
     oov = oov_flags(vocab, sentences)
+    from .training.contention import ThreadRule
+
+    rule = ThreadRule(threads or torch.get_num_threads(), log=log).start(0.2)
+    if log is not None:
+        log(f"scoring {described}: {encoded.n_tokens:,} tokens with the {ckpt['model']['name']} model, "
+            f"{rule.threads} torch thread{'s' if rule.threads > 1 else ''}")
+    from tqdm import tqdm
+
+    bar = tqdm(total=int(encoded.n_tokens), unit="tok", desc="scoring", disable=None if progress else True,
+               leave=False, dynamic_ncols=True)
+
+    def on_chunk(n: int) -> None:
+        bar.update(n)
+        rule.tick()
+
     t0 = time.perf_counter()
     plain = plain_seconds = None
     if adapt is not None:
@@ -90,20 +110,21 @@ def ppl_summary(checkpoint_path: os.PathLike | str, text_path_or_corpus: Optiona
                              fix="drop --batch-size (or pass --batch-size 1)")
 
         # The same log-probs as token_log_probs, bit for bit, plus the states the cache needs.
-        plain = token_log_probs_and_hidden(model, encoded.ids)
+        plain = token_log_probs_and_hidden(model, encoded.ids, on_chunk=on_chunk)
         plain_seconds = time.perf_counter() - t0
         log10 = plain[0] / math.log(10)
         d = report_from_log10(log10, oov, encoded.n_sentences).to_dict()
     elif batch_size == 1:
         # Per-token scores: the same accounting as an n-gram model (OOVs, ppl excluding OOVs, ppl1).
-        log10 = token_log_probs(model, encoded.ids) / math.log(10)
+        log10 = token_log_probs(model, encoded.ids, on_chunk=on_chunk) / math.log(10)
         d = report_from_log10(log10, oov, encoded.n_sentences).to_dict()
     else:  # rows scored in parallel give a total only
-        result = evaluate(model, encoded.ids, batch_size=batch_size)
+        result = evaluate(model, encoded.ids, batch_size=batch_size, on_chunk=on_chunk)
         d = report_from_log10(np.full(result.n_predicted, result.log10_prob / max(1, result.n_predicted)),
                               np.zeros(result.n_predicted, dtype=bool), encoded.n_sentences).to_dict()
         d["oovs"] = int(oov.sum())
         d["ppl_excluding_oovs"] = None  # needs per-token scores: --batch-size 1
+    bar.close()
     add_bytes(d, n_bytes)
     d.update({
         "model": str(checkpoint_path),

@@ -388,7 +388,7 @@ def ppl_cmd(checkpoint, text_or_corpus, split, data_dir, batch_size, cache, cach
     from ..scoring import ppl_summary
 
     summary = ppl_summary(checkpoint, text_or_corpus, split=split, data_dir=data_dir, batch_size=batch_size,
-                          threads=threads, adapt=adapt)
+                          threads=threads, adapt=adapt, log=_echo_err, progress=True)
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     elif adapt is None:
