@@ -212,3 +212,29 @@ def test_the_ladder_shows_a_residual_model_as_a_side_row(tmp_path):
     with pytest.raises(InputError, match="not one trained on an n-gram's residual"):
         run_ladder(ckpts["plain"], str(path), options=LadderOptions(
             order=3, cache=False, dynamic=False, infini=False, residual=str(ckpts["plain"])), log=lambda s: None)
+
+
+def test_a_run_stopped_mid_epoch_saves_its_carried_state_and_resumes(toy, tmp_path):
+    """The checkpoint keeps the residual model's nested state (network, n-gram, fold states); the run
+    that crashed writing it (a tuple inside the tuple) trained for 10 minutes first."""
+    from neural.config import TrainConfig
+    from neural.training.trainer import Trainer
+
+    ds, lm = toy
+    model = ResidualLM.from_ngram(_net(ds), lm, ds.vocab.itos_)
+    model.config.folds = 2
+    model.set_folds(cross_fit_folds(ds["train"].ids, ds.vocab, batch_size=20, folds=2, order=3))
+    out = tmp_path / "r.pt"
+    stop_after = lambda tr, k: tr.request_stop() if k == 2 else None  # noqa: E731
+    tr = Trainer(model, ds.vocab, ds["train"].ids, ds["valid"].ids[:500], TrainConfig(epochs=1, lr=5, patience=0),
+                 out=out, progress=False, log=lambda s: None, on_batch_end=stop_after)
+    res = tr.fit()
+    assert res.stopped == "interrupted" and res.steps == 3
+    ckpt = torch.load(out, weights_only=True)
+    net_state, ng_state, fold_state = ckpt["train"]["carry_state"]
+    assert len(net_state) == 2 and ng_state.shape == (20, 2) and fold_state.shape == (20, 2)
+    again = Trainer.resume(out, ds["train"].ids, ds["valid"].ids[:500], vocab=ds.vocab, overrides={"max_batches": 4},
+                           out=out, progress=False, log=lambda s: None)
+    assert again.position["batch"] == 3 and again.carry_state[1].shape == (20, 2)
+    again.model.set_folds(model.fold_lms)
+    assert again.fit().steps == 4

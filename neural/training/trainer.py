@@ -234,7 +234,7 @@ class Trainer:
             "history": list(self.history),
             "seconds": self.elapsed(),  # unrounded: resumed runs add it to their own time
             "rng": {"torch": torch.get_rng_state()},
-            "carry_state": None if self.carry_state is None else tuple(s.detach().clone() for s in self.carry_state),
+            "carry_state": _copied_state(self.carry_state),
             "data": dict(self.data_info),
             "average": self.average.state(),
         }
@@ -574,6 +574,16 @@ class Trainer:
             best_checkpoint=(None if self.out is None or not math.isfinite(self.best_val_ppl)
                              else str(best_path(self.out))),
         )
+
+
+def _copied_state(state):
+    """A carried state as the checkpoint keeps it: every tensor detached and copied, however nested (a
+    residual model carries (network state, n-gram states, fold states), some of them None)."""
+    if state is None:
+        return None
+    if isinstance(state, torch.Tensor):
+        return state.detach().clone()
+    return tuple(_copied_state(s) for s in state)
 
 
 @dataclass
