@@ -284,6 +284,51 @@ def test_a_worker_over_its_memory_limit_gives_a_retry_or_one_line_error_never_a_
     assert _sha(out) == _sha(tmp_path / "local.arpa")
 
 
+def test_every_worker_paused_too_long_is_a_one_line_error_not_a_build_that_never_ends(toy_text, tmp_path, cluster,
+                                                                                    monkeypatch):
+    """Dask pauses a worker past 80 % of its memory limit; when the memory is the futures the build still
+    needs, it never resumes (16 M tokens on one 512 MB worker waited over 10 minutes).  The client watches
+    the workers' status while it waits: all of them paused for STALL_SECONDS is one line naming the
+    limits and --memory, and no model file."""
+    from ngramlm.builder import cluster_estimate
+
+    clock = {"t": 0.0}
+    watch = cluster_estimate.PauseWatch(cluster, stall=30, memory=70 << 20, clock=lambda: clock["t"])
+    # the real statuses: running, so nothing happens
+    assert {st for st, _ in watch.statuses().values()} == {"running"}
+    watch.check()
+    assert watch.since is None
+    # all paused: the clock starts; one worker running again resets it; 30 s all paused is the error
+    monkeypatch.setattr(watch, "statuses", lambda: {"a": ("paused", 512 << 20), "b": ("paused", 512 << 20)})
+    watch.check()
+    clock["t"] = 20.0
+    watch.check()
+    monkeypatch.setattr(watch, "statuses", lambda: {"a": ("paused", 512 << 20), "b": ("running", 512 << 20)})
+    watch.check()
+    assert watch.since is None
+    monkeypatch.setattr(watch, "statuses", lambda: {"a": ("paused", 512 << 20), "b": ("paused", 512 << 20)})
+    watch.check()
+    clock["t"] = 50.0
+    with pytest.raises(InputError) as e:
+        watch.check()
+    msg = str(e.value)
+    assert "paused for 30 s" in msg and "limit 512 MB each" in msg and "--memory 70 MB" in msg and "\n" not in msg
+    # In a build: the waits check the watch; every worker "paused" with no patience left ends it, no file.
+    path, _ = toy_text
+    monkeypatch.setattr(cluster_estimate, "STALL_SECONDS", 0.0)
+    monkeypatch.setattr(cluster_estimate, "POLL_SECONDS", 0.05)
+    monkeypatch.setattr(cluster_estimate.PauseWatch, "statuses",
+                        lambda self: {"w": ("paused", 256 << 20)})
+    cluster.run(cluster_estimate.set_task_delay, 0.3)  # the tasks outlast a poll
+    out = tmp_path / "stalled.arpa"
+    try:
+        with pytest.raises(InputError, match="every Dask worker has been paused"):
+            _build(path, out, order=3, dask=cluster, parts=2)
+    finally:
+        cluster.run(cluster_estimate.set_task_delay, 0.0)
+    assert not out.exists()
+
+
 def test_the_cli_trains_on_workers_and_says_so(toy_text, tmp_path):
     path, _ = toy_text
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -54,6 +54,57 @@ TASK_DELAY_S = 0.0  # fault-injection tests slow each estimation task down so a 
 # counts, linear and log probabilities, numpy's temporaries): how finely the n-grams are cut into parts.
 BYTES_PER_NGRAM_ON_WORKER = 120
 MAX_PARTS = 64
+# Dask pauses a worker past 80 % of its memory limit until its memory falls; a worker whose memory is
+# the futures the build still needs never falls, and the build waits for ever (16 M tokens on one 512 MB
+# worker: over 10 minutes, no end).  Every worker paused this long is a one-line error instead.
+STALL_SECONDS = float(os.environ.get("NGRAMLM_DASK_STALL_S", "120"))
+POLL_SECONDS = 2.0
+
+
+class PauseWatch:
+    """Is every worker paused (Dask's memory pause), and for how long?  :meth:`check` is called while the
+    client waits; it raises the build's error once all workers have stayed paused ``stall`` seconds."""
+
+    def __init__(self, client, *, stall: float, memory: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.client, self.stall, self.memory, self.clock = client, stall, memory, clock
+        self.since: Optional[float] = None
+
+    def statuses(self) -> dict:
+        workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
+        return {addr: (w.get("status"), w.get("memory_limit")) for addr, w in workers.items()}
+
+    def check(self) -> None:
+        st = self.statuses()
+        if not st or any(status != "paused" for status, _ in st.values()):
+            self.since = None
+            return
+        now = self.clock()
+        self.since = now if self.since is None else self.since
+        if now - self.since >= self.stall:
+            limits = ", ".join(sorted({f"{m >> 20} MB" for _, m in st.values() if m})) or "none set"
+            raise InputError(f"every Dask worker has been paused for {now - self.since:.0f} s: the build's parts do "
+                             f"not fit the workers' memory (limit {limits} each, --memory "
+                             f"{self.memory >> 20} MB a worker); Dask pauses a worker past 80 % of its limit",
+                             fix="give the workers more memory (dask worker --memory-limit, or --memory with "
+                                 "--dask local:N) or more workers; no model was written")
+
+
+def wait_watched(futures, watch: Optional[PauseWatch]) -> None:
+    """``distributed.wait(futures)``, checking every POLL_SECONDS that the workers are not all stuck paused."""
+    from distributed import wait
+
+    while True:
+        try:
+            wait(futures, timeout=None if watch is None else POLL_SECONDS)
+            return
+        except TimeoutError:
+            watch.check()
+
+
+def gather_watched(client, futures, watch: Optional[PauseWatch]):
+    """``client.gather(futures)`` after :func:`wait_watched`."""
+    wait_watched(futures, watch)
+    return client.gather(futures)
 
 
 def supported_reason(smoother, order: int, *, prune: bool, limit_vocab: bool) -> Optional[str]:
@@ -285,8 +336,9 @@ def build(client, sources: list, **kw) -> ClusterBuild:
     from distributed import KilledWorker
 
     limits = sorted({w.get("memory_limit") or 0 for w in client.scheduler_info().get("workers", {}).values()})
+    watch = PauseWatch(client, stall=STALL_SECONDS, memory=kw["memory"])
     try:
-        return _build(client, sources, **kw)
+        return _build(client, sources, watch=watch, **kw)
     except CancelledError as exc:  # a result the cluster lost and could not recompute
         raise InputError(f"the Dask cluster lost a task's result ({exc})",
                          fix="check the workers' logs (a worker past its memory limit is restarted; "
@@ -302,8 +354,7 @@ def build(client, sources: list, **kw) -> ClusterBuild:
 
 def _build(client, sources: list, *, order: int, vocab, inp, spec, smoother, memory: int, block_tokens: int,
            shared: Path, output: Path, arpa: bool, model, progress: Callable[[str], None],
-           parts: Optional[int] = None) -> ClusterBuild:
-    from distributed import wait
+           parts: Optional[int] = None, watch: Optional[PauseWatch] = None) -> ClusterBuild:
 
     from .cluster import word_count_pass
 
@@ -336,14 +387,14 @@ def _build(client, sources: list, *, order: int, vocab, inp, spec, smoother, mem
     for p in range(P):
         pieces = [client.submit(_piece, c, p, pure=False) for c in counted]
         parts_f.append(client.submit(_merge, pieces, int(bounds[p]), int(bounds[p + 1]), V, order, pure=False))
-    stats = client.gather(client.map(operator.itemgetter(1, 2), counted, pure=False))
+    stats = gather_watched(client, client.map(operator.itemgetter(1, 2), counted, pure=False), watch)
     n_sent = sum(s for s, _ in stats)
     n_words = sum(w for _, w in stats)
     if n_words + n_sent == 0:
         raise InputError("the training text has no tokens", path=", ".join(map(str, sources)),
                          fix="pass a non-empty text")
     sizes, raw1 = [], np.zeros(V, dtype=np.int64)
-    for p, (sz, u) in enumerate(client.gather(client.map(_sizes_and_unigrams, parts_f, pure=False))):
+    for p, (sz, u) in enumerate(gather_watched(client, client.map(_sizes_and_unigrams, parts_f, pure=False), watch)):
         sizes.append(sz)
         raw1[bounds[p]:bounds[p + 1]] = u
     del counted  # the parts' lineage keeps what a lost worker's parts need
@@ -359,7 +410,7 @@ def _build(client, sources: list, *, order: int, vocab, inp, spec, smoother, mem
     answers: dict = {}
     cont1 = np.zeros(V, dtype=np.int64)
     if interpolated:
-        for c in client.gather(client.map(_order2_words, parts_f, V=V, pure=False)):
+        for c in gather_watched(client, client.map(_order2_words, parts_f, V=V, pure=False), watch):
             cont1 += c
         suffixes[2] = [client.submit(pt.order2_suffixes, part, bounds, pure=False) for part in parts_f]
         for k in range(3, order + 1):
@@ -376,13 +427,13 @@ def _build(client, sources: list, *, order: int, vocab, inp, spec, smoother, mem
                 adjusted[k - 2] = [client.submit(pt.adjusted_counts, parts_f[q], k - 1,
                                                  client.submit(operator.itemgetter(1), res[q], pure=False), pure=False)
                                    for q in range(P)]
-            wait(suffixes[k])
+            wait_watched(suffixes[k], watch)
             del req, res
             tick(f"suffixes of order {k} located")
 
     # 4. Discounts from the count-of-counts, summed over parts.
-    row_stats = client.gather([client.submit(_stats, parts_f[p], smoother, [a[p] for a in adjusted], pure=False)
-                               for p in range(P)])
+    row_stats = gather_watched(client, [client.submit(_stats, parts_f[p], smoother, [a[p] for a in adjusted],
+                                                      pure=False) for p in range(P)], watch)
     c1 = _unigram_row_counts(smoother, raw1, cont1, V)
     ncs = [pt.count_stats(c1)] + [sum(s[0][k - 2] for s in row_stats) for k in range(2, order + 1)]
     from .outofcore import count_of_counts_raw
@@ -418,10 +469,11 @@ def _build(client, sources: list, *, order: int, vocab, inp, spec, smoother, mem
         done = [client.submit(_order, parts_f[p], k, smoother, adjusted[k - 1][p], params[k - 1], lower[p], k == order,
                               folder, p, pure=False) for p in range(P)]
         if k == 2:
-            for p, b in enumerate(client.gather([client.submit(operator.itemgetter(1), d, pure=False) for d in done])):
+            for p, b in enumerate(gather_watched(client, [client.submit(operator.itemgetter(1), d, pure=False)
+                                                          for d in done], watch)):
                 bo1[bounds[p]:bounds[p + 1]] = b
         lin = [client.submit(operator.itemgetter(0), d, pure=False) for d in done]
-        wait(lin)
+        wait_watched(lin, watch)
         answers.pop(k, None)
         suffixes.pop(k - 1, None)
         adjusted[k - 1] = [None] * P
@@ -435,11 +487,11 @@ def _build(client, sources: list, *, order: int, vocab, inp, spec, smoother, mem
     written = [client.submit(_write_part, parts_f[p], folder, p,
                              [glob_offsets[p]] + [int(offsets[j][p]) for j in range(1, order - 1)], arpa, words_f,
                              pure=False) for p in range(P)]
-    wait(written)
+    wait_watched(written, watch)
     tick(f"the parts' {'ARPA sections' if arpa else 'columns'} written")
     head, meta = _head_and_meta(model, smoother, vocab, order, n_ngrams_k, coc_raw, params, arpa)
-    path = client.submit(_assemble, str(output), folder, P, order, arpa, head, (lp1, bo1), n_ngrams_k, meta,
-                         words_f, written, pure=False).result()
+    path = gather_watched(client, client.submit(_assemble, str(output), folder, P, order, arpa, head, (lp1, bo1),
+                                                n_ngrams_k, meta, words_f, written, pure=False), watch)
     del parts_f, written
     tick(f"wrote {output}")
     return ClusterBuild(vocab=vocab, sentences=n_sent, words=n_words, n_ngrams=[n_types + 1] + n_ngrams_k[1:],
