@@ -343,7 +343,7 @@ def test_cli_ppl_with_cache_and_dynamic_eval(checkpoint):
     r = CliRunner().invoke(neural_group, ["ppl", str(out), "--cache", "--dynamic-eval", "--dyn-segment", "10",
                                           "--threads", "1", "--json"])
     assert r.exit_code == 0, r.output + repr(r.exception)
-    d = json.loads(r.output)
+    d = json.loads(r.stdout)
     methods = d["adaptation"]["methods"]
     assert set(methods) == {"plain", "unigram_cache", "neural_cache", "dynamic", "dynamic_cache"}
     assert methods["plain"]["ppl"] == d["ppl"]  # the same scores as the plain summary
@@ -362,7 +362,7 @@ def test_cli_ppl_with_cache_and_dynamic_eval(checkpoint):
     assert math.isclose(m["dynamic"]["ppl"], s["ppl"], rel_tol=1e-9)  # other chunking: last-bit differences
     r = CliRunner().invoke(neural_group, ["ppl", str(out), "--split", "valid", "--cache", "--threads", "1", "--json"])
     assert r.exit_code == 0, r.output + repr(r.exception)
-    assert "optimistic" in json.loads(r.output)["adaptation"]["note"]  # tuned on the very text it scores
+    assert "optimistic" in json.loads(r.stdout)["adaptation"]["note"]  # tuned on the very text it scores
     for args, match in ((["--cache", "--batch-size", "4"], "full history"),
                         (["--cache", "--cache-theta", "0.3"], "go together"),
                         (["--dyn-lr", "0.1"], "no effect")):

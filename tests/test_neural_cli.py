@@ -59,14 +59,14 @@ def test_train_ppl_generate_and_resume(corpus, tmp_path):
     assert s["sentences"] == 200  # a text file is scored whole
     r = run("ppl", out, "--json")  # default: the training corpus's test split
     assert r.exit_code == 0, r.output + repr(r.exception)
-    summary = json.loads(r.output)
+    summary = json.loads(r.stdout)
     assert summary["sentences"] == 10 and summary["ppl"] < len(WORDS) + 2
     r = run("ppl", out, corpus)
     # The same summary format as an n-gram model's `ngramlm ppl` (KenLM/SRILM style).
     assert "Tokens predicted:" in r.output and "Perplexity including OOVs:" in r.output and "ppl1=" in r.output
     r = CliRunner().invoke(neural_group, ["ppl", str(out), "-", "--json", "--threads", "1"], input="the cat sat\nzzz a\n")
     assert r.exit_code == 0, r.output + repr(r.exception)
-    stdin_summary = json.loads(r.output)
+    stdin_summary = json.loads(r.stdout)
     assert stdin_summary["sentences"] == 2 and stdin_summary["oovs"] == 1 and stdin_summary["tokens_predicted"] == 7
     for strategy in ("greedy", "beam", "sample"):
         r = run("generate", out, "--prompt", "the cat", "--strategy", strategy, "--max-len", 5, "--seed", 1, "-n", 2)
