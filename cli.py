@@ -38,6 +38,7 @@ _COMMANDS = {
     "seq2seq": ("neural.commands.seq2seq:seq2seq_group", "Encoder-decoder translation with attention and beam search."),
     "bert": ("reports.commands.bert:bert_group", "BERT: masked-LM pretraining, pseudo-perplexity, embeddings."),
     "ladder": ("reports.commands.ladder:ladder_cmd", "A neural model + cache, dynamic evaluation, n-gram and ∞-gram, rung by rung."),
+    "figures": ("reports.commands.figures:figures_cmd", "The textbook's GRU, LSTM and Transformer figures, drawn from the modules."),
     "compare": ("reports.commands.compare:compare_cmd", "Train count and neural models on one corpus and report."),
     "report": ("reports.commands.compare:report_cmd", "Re-render a comparison report from results.json."),
     "lab": ("labs.commands:lab_cmd", "The textbook's experiments as small labs with reports (no NAME: list them)."),
