@@ -60,7 +60,8 @@ LABS: dict[str, LabInfo] = {
     ),
     "bptt": LabInfo(
         "labs.bptt",
-        "2.2.2 RNNs: backpropagation through time -- full, truncated, randomised truncation",
+        "2.2.2 RNNs: backpropagation through time (full); truncated (Williams & Peng 1990) and randomised "
+        "truncation (Tallec & Ollivier 2017) added by the toolkit",
         "Same GRU, three backward passes: gradient reach, cosine to the full gradient, perplexity.",
     ),
     "depth": LabInfo(
