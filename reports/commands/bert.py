@@ -1,4 +1,5 @@
-"""``ngramlm bert pretrain | pppl | embed``: BERT's command line (the model is :mod:`neural.bert.model`).
+"""``ngramlm bert pretrain | pppl | embed | finetune``: BERT's command line (the model is :mod:`neural.bert.model`,
+fine-tuning :mod:`neural.bert.finetune`).
 
 Also :func:`pppl_summary`, the plain function behind ``pppl``: pseudo-perplexity of a
 checkpoint on the word tokens of a text, optionally beside the perplexities of causal
@@ -20,6 +21,7 @@ from corpora.errors import InputError
 from corpora.options import data_dir_option, json_option, seed_option, threads_option
 from corpora.textio import check_writable
 
+from neural.bert.finetune import TASKS, FinetuneConfig
 from neural.bert.model import BERT_PRESETS, PPPL_CAVEAT, PretrainConfig
 
 
@@ -134,6 +136,127 @@ def format_pppl(d: dict) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------------- fine-tuning
+FINETUNED_MODELS = {
+    "zero-shot": "(a) pretrained, its NSP head as the answer (no training)",
+    "fine-tuned": "(b) pretrained encoder + fresh head, fine-tuned",
+    "scratch": "(c) same architecture from random weights, same fine-tuning",
+}
+
+
+def accuracy_intervals(correct: dict) -> tuple:
+    """``(per model, differences)``: each model's accuracy with a 95 % percentile-bootstrap interval, and the
+    paired differences fine-tuned - scratch and fine-tuned - zero-shot, all from the same resamples of the
+    test examples (reports.experiments.bootstrap: a fixed seed, 1,000 resamples)."""
+    from reports.experiments.bootstrap import LEVEL, ratio_interval, resample_counts
+
+    n = len(next(iter(correct.values())))
+    counts = resample_counts(n)
+    ones = np.ones(n)
+    models = {name: {"accuracy": float(np.mean(c)),
+                     "interval": list(ratio_interval(c.astype(np.float64), ones, counts))} for name, c in correct.items()}
+    diffs = []
+    for a, b in (("fine-tuned", "scratch"), ("fine-tuned", "zero-shot")):
+        if a in correct and b in correct:
+            d = correct[a].astype(np.float64) - correct[b].astype(np.float64)
+            lo, hi = np.quantile(counts @ d / n, [(1 - LEVEL) / 2, 1 - (1 - LEVEL) / 2])
+            diffs.append({"a": a, "b": b, "difference": float(d.mean()), "interval": [float(lo), float(hi)]})
+    return models, diffs
+
+
+def finetune_summary(checkpoint, corpus: Optional[str] = None, *, cfg=None, data_dir=None, out=None,
+                     threads: Optional[int] = 2, log=_echo_err) -> dict:
+    """Fine-tune a pretrained BERT on a sentence-pair task of ``corpus`` and compare it, on the task's test
+    examples, with the pretrained NSP head used zero-shot and with the same architecture fine-tuned from
+    random weights at the same budget (JSON-able dict; see neural.bert.finetune)."""
+    from corpora.sources import open_text
+
+    from neural.bert.finetune import build_task, classifier_for, finetune, predict, random_like
+    from neural.bert.model import encode_sentences
+
+    cfg = cfg or FinetuneConfig()
+    cfg.validate()
+    _set_threads(threads)
+    bert, vocab, ckpt = load_bert(checkpoint)
+    if (ckpt.get("train") or {}).get("classifier") is not None:
+        raise InputError("the checkpoint is already fine-tuned (it carries a classification head)", path=checkpoint,
+                         fix="pass the pretrained checkpoint, written by `ngramlm bert pretrain`")
+    if corpus is None:
+        corpus = ((ckpt.get("train") or {}).get("data") or {}).get("corpus")
+        if not corpus:
+            raise InputError("no corpus given and the checkpoint does not record its corpus", path=checkpoint,
+                             fix="pass a corpus name or a text file")
+    text = open_text(str(corpus), splits=("train", "valid", "test"), data_dir=data_dir, tokenizer=vocab.tokenizer)
+    if text.split_policy == "holdout":
+        log(text.split_note)
+    sents = {s: encode_sentences(vocab, text.sentences(s)) for s in ("train", "valid", "test")}
+    tasks = {s: build_task(cfg.task, sents[s], split=s, seed=cfg.seed,
+                           max_examples=cfg.train_examples if s == "train" else None) for s in sents}
+    total = cfg.total_steps(len(tasks["train"]))
+    log(f"task {cfg.task} on {corpus} -- {TASKS[cfg.task]}\n" + ", ".join(t.describe() for t in tasks.values())
+        + f"; {total:,} steps of {cfg.batch_size}")
+    info = {"data": {"corpus": str(corpus), "tokenizer": vocab.tokenizer.to_dict() if vocab.tokenizer else None},
+            "pretrained": str(checkpoint)}
+    test = tasks["test"]
+    rows, correct = {}, {}
+
+    def ruled_predict(model):  # the thread rule outside the training loops too (its own, measured at the start)
+        import torch
+
+        from neural.training.contention import thread_rule
+
+        with thread_rule(torch.get_num_threads()):
+            return predict(model, test) == test.labels
+
+    t = time.perf_counter()
+    correct["zero-shot"] = ruled_predict(bert)
+    rows["zero-shot"] = {"train_seconds": 0.0, "test_seconds": round(time.perf_counter() - t, 2)}
+    stopped = None
+    runs = (("fine-tuned", lambda: bert, out), ("scratch", lambda: random_like(bert, cfg.seed), None))
+    for name, encoder, path in runs:
+        log(f"{name}: {FINETUNED_MODELS[name]}")
+        model = classifier_for(encoder(), head_dropout=cfg.head_dropout, seed=cfg.seed)
+        r = finetune(model, tasks["train"], tasks["valid"], cfg, out=path, vocab=vocab, log=log,
+                     info={**info, "init": "pretrained" if name == "fine-tuned" else "random"})
+        t = time.perf_counter()
+        correct[name] = ruled_predict(model)
+        rows[name] = {"train_seconds": round(r.seconds, 2), "test_seconds": round(time.perf_counter() - t, 2),
+                      "steps": r.steps, "best_step": r.best_step, "best_valid_accuracy": r.best_valid_accuracy,
+                      "stopped": r.stopped}
+        if r.stopped == "interrupted":
+            stopped = "interrupted"  # what finished is reported; the rest is not run
+            break
+    models, diffs = accuracy_intervals(correct)
+    return {
+        "checkpoint": str(checkpoint), "corpus": str(corpus), "task": cfg.task, "question": TASKS[cfg.task],
+        "config": cfg.to_dict(), "encoder": bert.describe(),
+        "examples": {s: len(tk) for s, tk in tasks.items()}, "test_positive_share": float(test.labels.mean()),
+        "models": [{"name": k, "description": FINETUNED_MODELS[k], **models[k], **rows[k]} for k in correct],
+        "differences": diffs, "bootstrap": {"unit": "test example", "resamples": 1000, "level": 0.95},
+        "output": None if out is None else str(out), "stopped": stopped or "complete",
+    }
+
+
+def format_finetune(d: dict) -> str:
+    lines = [f"bert finetune {d['checkpoint']}: task {d['task']} on {d['corpus']} -- {d['question']}",
+             f"examples: train {d['examples']['train']:,}, valid {d['examples']['valid']:,}, "
+             f"test {d['examples']['test']:,} (half positive: chance is 0.5)",
+             f"{'model':<60} {'test acc':>8}  {'95 % interval':<16} {'train s':>8}  kept step"]
+    for m in d["models"]:
+        lo, hi = m["interval"]
+        kept = f"{m['best_step']:,} of {m['steps']:,}" if "steps" in m else "-"
+        lines.append(f"{m['description']:<60} {m['accuracy']:8.4f}  [{lo:.4f}, {hi:.4f}] "
+                     f"{m['train_seconds']:8.1f}  {kept}")
+    for x in d["differences"]:
+        lo, hi = x["interval"]
+        lines.append(f"{x['a']} - {x['b']}: {x['difference']:+.4f} [{lo:+.4f}, {hi:+.4f}] (paired resamples)")
+    if d["stopped"] == "interrupted":
+        lines.append("interrupted: the models above are those that finished")
+    if d["output"]:
+        lines.append(f"fine-tuned checkpoint: {d['output']}")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------------- the group
 @click.group(name="bert", context_settings={"help_option_names": ["-h", "--help"]})
 def bert_group() -> None:
@@ -208,14 +331,19 @@ def pretrain_cmd(corpus, size, minutes, max_steps, batch_size, lr, warmup, eval_
 
     from neural.training.contention import thread_rule
 
-    with thread_rule(torch.get_num_threads(), log=_echo_err):  # one torch thread while other processes use the cores
+    test = None
+    # One torch thread while other processes use the cores, for the test pass after training too: on the toy
+    # corpus beside two CPU hogs it took 7.6-8.6 s with two threads and 1.0-2.0 s with one (docs/bert.md).
+    with thread_rule(torch.get_num_threads(), log=_echo_err):
         result = pretrain(model, vocab, splits["train"], splits["valid"], cfg, out=out, log=_echo_err,
                           data_info=data_info)
-    _echo_err(f"stopped: {result.stopped} after {result.steps} steps, {result.pairs:,} pairs, {result.seconds:.1f} s")
+        _echo_err(f"stopped: {result.stopped} after {result.steps} steps, {result.pairs:,} pairs, "
+                  f"{result.seconds:.1f} s")
+        if len(splits["test"]) >= 3:
+            test = score_heads(model, splits["test"], n_pairs=len(splits["test"]), seed=seed)
     summary = {"checkpoint": out, "corpus": corpus, "size": size, "stopped": result.stopped, "steps": result.steps,
                "seconds": result.seconds, "valid": result.valid.to_dict() if result.valid else None, "test": None}
-    if len(splits["test"]) >= 3:
-        test = score_heads(model, splits["test"], n_pairs=len(splits["test"]), seed=seed)
+    if test is not None:
         summary["test"] = test.to_dict()
         if not as_json:
             click.echo(f"test: MLM accuracy {test.mlm_accuracy:.4f} (loss {test.mlm_loss:.3f} nats, "
@@ -277,3 +405,51 @@ def embed_cmd(checkpoint, text_file, out, threads):
         np.savez(buf, **arrays)
     atomic_write_bytes(out, buf.getvalue())
     _echo_err(f"{len(src.sentences):,} sentences, {len(arrays['tokens']):,} words x {model.config.d_model} -> {out}")
+
+
+_F = FinetuneConfig()
+
+
+@bert_group.command("finetune")
+@click.argument("checkpoint", type=click.Path(dir_okay=False))
+@click.argument("corpus", required=False)
+@click.option("--task", type=click.Choice(list(TASKS)), default=_F.task, show_default=True,
+              help="nsp: is B the sentence after A (negatives from elsewhere in the split)? "
+                   "order: are A and B in text order (negatives: the pair swapped)?")
+@click.option("--epochs", type=click.IntRange(min=1), default=_F.epochs, show_default=True,
+              help="Passes over the training examples.")
+@click.option("--max-steps", type=click.IntRange(min=1), default=None, help="Stop after this many steps.")
+@click.option("--train-examples", type=click.IntRange(min=2), default=None,
+              help="Use only this many training examples (balanced) [default: one per training sentence].")
+@click.option("--batch-size", type=click.IntRange(min=1), default=_F.batch_size, show_default=True,
+              help="Examples per step.")
+@click.option("--lr", type=float, default=_F.lr, show_default=True, help="AdamW peak learning rate.")
+@click.option("--warmup", type=click.FloatRange(0, 1, max_open=True), default=_F.warmup, show_default=True,
+              help="Share of the steps with a linear warm-up (then linear decay to 0).")
+@click.option("--eval-every", type=click.IntRange(min=1), default=_F.eval_every, show_default=True,
+              help="Steps between validations (the weights of the best valid accuracy are kept).")
+@data_dir_option
+@seed_option()
+@threads_option()
+@click.option("-o", "--output", "--out", "out", type=click.Path(dir_okay=False), default=None,
+              help="The fine-tuned checkpoint (b) [default: runs/CHECKPOINT-TASK.pt].")
+@json_option
+def finetune_cmd(checkpoint, corpus, task, epochs, max_steps, train_examples, batch_size, lr, warmup, eval_every,
+                 data_dir, seed, threads, out, as_json):
+    """Fine-tune a pretrained BERT CHECKPOINT on a sentence-pair task of CORPUS [default: its own corpus].
+
+    The task's examples come from each split's consecutive lines, exactly half positive. Three
+    models answer the test examples: (a) the pretrained NSP head zero-shot, (b) the pretrained
+    encoder with a fresh head on [CLS], fine-tuned, (c) the same architecture fine-tuned from
+    random weights on the same batches. Accuracies come with 95 % bootstrap intervals over the
+    test examples; (b) is written to -o.
+    """
+    cfg = FinetuneConfig(task=task, batch_size=batch_size, lr=lr, warmup=warmup, epochs=epochs, max_steps=max_steps,
+                         train_examples=train_examples, eval_every=eval_every, seed=seed)
+    cfg.validate()
+    out = out or os.path.join("runs", f"{Path(checkpoint).stem}-{task}.pt")
+    check_writable(out, what="checkpoint")  # before any work
+    d = finetune_summary(checkpoint, corpus, cfg=cfg, data_dir=data_dir, out=out, threads=threads)
+    click.echo(json.dumps(d, indent=2) if as_json else format_finetune(d))
+    if d["stopped"] == "interrupted":
+        raise SystemExit(130)
