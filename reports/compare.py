@@ -70,8 +70,14 @@ class Run(RunBase):
     def stages(self) -> tuple:
         from .sections import SECTIONS
 
+        def section_stage(sec):
+            def stage():
+                sec.compute(self)
+            stage.stage_name = sec.name
+            return stage
+
         return (self._count_stage, self._ngram_stage, self._neural_stage) + tuple(
-            (lambda sec=sec: sec.compute(self)) for sec in SECTIONS if sec.compute is not None)
+            section_stage(sec) for sec in SECTIONS if sec.compute is not None)
 
     def finish(self) -> None:
         self._finish_rows()

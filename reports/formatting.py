@@ -154,6 +154,31 @@ def token_units(tokenizer: Optional[dict]) -> dict:
     return {"tokens": tokens.format(space=space), "types": types.format(space=space)}
 
 
+SHORT = {"mle": "MLE", "laplace": "Laplace", "addk": "add-k", "wb": "Witten-Bell", "jm": "Jelinek-Mercer",
+         "katz": "Katz", "absolute": "abs. discounting", "kn": "KN", "mkn": "MKN"}
+# A mixture whose weight on one part is at most this is that other part alone, and is said to be so.
+NEGLIGIBLE_WEIGHT = 0.01
+
+
+def component_label(row: Optional[dict]) -> str:
+    """A model's display name inside a mixture's label or a figure's legend: "MKN 3-gram" for an n-gram,
+    its label otherwise ("LSTM (small)"); never an internal id."""
+    if row is None:
+        return "?"
+    if row.get("family") == "ngram" and row.get("order"):
+        return f"{SHORT.get(row['model'], row['model'])} {row['order']}-gram"
+    return row["label"]
+
+
+def row_label(results: dict, rid: str) -> str:
+    """The display name of the n-gram or neural row ``rid`` of ``results`` (its id when absent)."""
+    for family in ("ngram", "neural"):
+        for r in results.get(family) or []:
+            if r["id"] == rid:
+                return component_label(r)
+    return rid
+
+
 def describe_budget(budget: dict) -> str:
     if "minutes" in budget:
         return f"{budget['minutes']:g} min"

@@ -29,17 +29,211 @@ FAMILY_COLOURS = {"ngram": "#D55E00", "neural": "#0072B2", "interpolated": "#009
 # Lines within one family differ by marker and dash as well as colour, so no colour has to carry them alone.
 MARKERS = "osD^vP*Xph<>"
 DASHES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (1, 1)))
-# The n-gram smoothers' colours: the palette less the neural blue and black (kept for the floor).
-SMOOTHER_COLOURS = ("#D55E00", "#E69F00", "#009E73", "#56B4E9", "#CC79A7", "#F0E442", "#999999", "#882255")
+# The n-gram smoothers' colours: warm and grey hues only, none of another family's colour (neural blue,
+# interpolated green, ∞-gram purple) and not black (kept for the floor): one family, one hue range.
+SMOOTHER_COLOURS = ("#D55E00", "#E69F00", "#882255", "#999999", "#8C510A", "#CC6677", "#661100", "#DDAA33")
+# The page a figure is read on: an 820 px window leaves about 760 px for the figure (margins, scroll bar);
+# a wider figure is shrunk to it, its fonts with it.  A legend must still read at MIN_LEGEND_PX, a tick
+# label at MIN_TICK_PX (on-page pixels).
+PAGE_PX = 760
+MIN_LEGEND_PX = 9.0
+MIN_TICK_PX = 8.0
+# What the last figures drew, read from the matplotlib objects just before they were saved: title ->
+# facts (see figure_facts).  The tests check colours, labels, legend and tick sizes from it.
+DRAWN: dict = {}
 matplotlib.rcParams["axes.prop_cycle"] = matplotlib.cycler(color=list(OKABE_ITO))
 
 
+def page_scale(fig) -> float:
+    """How much the page shrinks this figure in an 820 px window (1 when it fits)."""
+    return min(1.0, PAGE_PX / (fig.get_size_inches()[0] * DPI))
+
+
+def min_points(fig, px: float) -> float:
+    """The font size in points that reads ``px`` pixels on the page once the figure is shrunk to it."""
+    return px * 72.0 / DPI / page_scale(fig)
+
+
+def _plain(x, pos=None) -> str:
+    return f"{x:g}" if x < 1e5 else f"{x:.0e}"
+
+
+def _labelled(axis, lo: float, hi: float) -> list:
+    """The tick labels of ``axis`` a reader sees: non-empty, inside the limits (the canvas is drawn)."""
+    out = []
+    for t in axis.get_majorticklabels() + axis.get_minorticklabels():
+        x = t.get_position()[0 if axis.axis_name == "x" else 1]
+        if t.get_visible() and t.get_text().strip() and lo * (1 - 1e-9) <= x <= hi * (1 + 1e-9):
+            out.append(t.get_text())
+    return out
+
+
+def readable_log_axes(fig) -> None:
+    """A log axis spanning less than a decade or two labels one tick (10^2) at best: give it plain labels
+    at 1, 2, 5 x 10^k (or at every k x 10^k), so every log axis has at least two labelled ticks."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    fig.canvas.draw()
+    for ax in fig.axes:
+        for axis, lim in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            if axis.get_scale() != "log":
+                continue
+            lo, hi = sorted(lim)
+            if len(_labelled(axis, lo, hi)) >= 2:
+                continue
+            for subs in ((1.0, 2.0, 5.0), tuple(float(k) for k in range(1, 10))):
+                axis.set_major_locator(LogLocator(base=10, subs=subs))
+                axis.set_major_formatter(FuncFormatter(_plain))
+                axis.set_minor_formatter(NullFormatter())
+                fig.canvas.draw()
+                if len(_labelled(axis, lo, hi)) >= 2:
+                    break
+            ax.set_xlim(lim) if axis is ax.xaxis else ax.set_ylim(lim)
+
+
+def readable_fonts(fig) -> None:
+    """Legends and tick labels at least MIN_LEGEND_PX / MIN_TICK_PX on the page."""
+    legend_pt, tick_pt = min_points(fig, MIN_LEGEND_PX), min_points(fig, MIN_TICK_PX)
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None] + list(fig.legends)
+    for leg in legends:
+        for t in leg.get_texts():
+            if t.get_fontsize() < legend_pt:
+                t.set_fontsize(round(legend_pt, 1))
+    for ax in fig.axes:
+        for t in ax.get_xticklabels(which="both") + ax.get_yticklabels(which="both"):
+            if t.get_fontsize() < tick_pt:
+                t.set_fontsize(round(tick_pt, 1))
+        for axis in (ax.xaxis, ax.yaxis):
+            for which in ("major", "minor"):
+                size = axis.get_tick_params(which=which).get("labelsize")
+                if isinstance(size, (int, float)) and size < tick_pt:
+                    axis.set_tick_params(which=which, labelsize=round(tick_pt, 1))
+
+
+def _points_px(ax) -> np.ndarray:
+    """Every drawn data point of ``ax`` (lines and error-bar markers) in display pixels."""
+    pts = []
+    for line in ax.get_lines():
+        if not line.get_visible() or line.get_transform() is not ax.transData:
+            continue
+        xy = line.get_xydata()
+        if len(xy):
+            xy = xy[np.isfinite(xy).all(axis=1)]
+            pts.append(line.get_transform().transform(xy))
+    return np.concatenate(pts) if pts else np.zeros((0, 2))
+
+
+def legend_overlaps(ax) -> int:
+    """How many of ``ax``'s data points (and line segments' samples) lie under its legend, when it is inside."""
+    leg = ax.get_legend()
+    if leg is None:
+        return 0
+    box = leg.get_window_extent()
+    lines = []
+    # its own lines and a twin's (the V^n wall's right-hand axis shares the box)
+    same = [a for a in ax.figure.axes if a.bbox.bounds == ax.bbox.bounds]
+    for line in [ln for a in same for ln in a.get_lines()]:
+        if not line.get_visible() or line.get_transform() is not line.axes.transData:
+            continue
+        xy = line.get_xydata()
+        xy = xy[np.isfinite(xy).all(axis=1)] if len(xy) else xy
+        if len(xy) == 0:
+            continue
+        px = line.get_transform().transform(xy)
+        # sample each segment, so a line crossing the legend between two markers counts too
+        for a, b in zip(px[:-1], px[1:]) if len(px) > 1 else [(px[0], px[0])]:
+            lines.append(np.linspace(a, b, 25))
+        lines.append(px)
+    if not lines:
+        return 0
+    pts = np.concatenate(lines)
+    inside = ((pts[:, 0] > box.x0) & (pts[:, 0] < box.x1) & (pts[:, 1] > box.y0) & (pts[:, 1] < box.y1))
+    return int(inside.sum())
+
+
+LEGEND_PLACES = ("upper right", "upper left", "lower left", "lower right", "center right", "center left",
+                 "upper center", "lower center")
+
+
+def legends_off_the_data(fig) -> None:
+    """A legend inside its axes must not cover a curve: try each corner; where none is free, put it
+    beside the axes (the saved figure's bounding box keeps it)."""
+    fig.canvas.draw()
+    for ax in fig.axes:
+        leg = ax.get_legend()
+        if leg is None or leg.get_bbox_to_anchor().bounds != ax.bbox.bounds or not legend_overlaps(ax):
+            continue  # placed outside already, or clear
+        size = leg.get_texts()[0].get_fontsize() if leg.get_texts() else 8
+        handles, labels = list(leg.legend_handles), [t.get_text() for t in leg.get_texts()]
+        for loc in LEGEND_PLACES:
+            ax.legend(handles, labels, fontsize=size, loc=loc, framealpha=0.9)
+            fig.canvas.draw()
+            if not legend_overlaps(ax):
+                break
+        else:  # under the axes, clear of the x label (beside them it would cross a twin's right-hand axis)
+            ax.legend(handles, labels, fontsize=size, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2,
+                      borderaxespad=0.0)
+
+
+def prepare(fig) -> None:
+    """What every figure gets before it is saved: readable fonts, log axes with two labelled ticks or more,
+    legends off the curves."""
+    fig.tight_layout()
+    readable_fonts(fig)
+    readable_log_axes(fig)
+    legends_off_the_data(fig)
+
+
+def figure_facts(fig) -> dict:
+    """What ``fig`` shows, read from its matplotlib objects: per axes its title, scales, lines (label,
+    colour, data), labelled ticks, texts, legend (labels, font sizes, overlap with the data)."""
+    from matplotlib.colors import to_hex
+
+    fig.canvas.draw()
+    out = {"width_px": float(fig.get_size_inches()[0] * DPI), "page_scale": page_scale(fig),
+           "suptitle": fig._suptitle.get_text() if fig._suptitle else "", "axes": []}
+    for ax in fig.axes:
+        leg = ax.get_legend()
+        # an error-bar plot's line carries no label itself: its container's
+        owner = {}
+        for c in ax.containers:
+            first = c[0] if len(c) else None
+            if first is not None and hasattr(first, "get_xydata") and not c.get_label().startswith("_"):
+                owner[id(first)] = c.get_label()
+        xlo, xhi = sorted(ax.get_xlim())
+        ylo, yhi = sorted(ax.get_ylim())
+        out["axes"].append({
+            "title": ax.get_title(), "xscale": ax.get_xscale(), "yscale": ax.get_yscale(),
+            "xlim": [xlo, xhi], "ylim": [ylo, yhi], "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
+            "lines": [{"label": owner.get(id(line), line.get_label()), "colour": to_hex(line.get_color()),
+                       "x": [float(v) for v in np.asarray(line.get_xdata(), dtype=float)],
+                       "y": [float(v) for v in np.asarray(line.get_ydata(), dtype=float)],
+                       "data": line.get_transform() is ax.transData}
+                      for line in ax.get_lines() if not line.get_label().startswith("_child")],
+            "xticks": _labelled(ax.xaxis, xlo, xhi), "yticks": _labelled(ax.yaxis, ylo, yhi),
+            "tick_px": [t.get_fontsize() * DPI / 72.0 * page_scale(fig)
+                        for t in ax.get_xticklabels() + ax.get_yticklabels() if t.get_text().strip()],
+            "tick_boxes": [tuple(t.get_window_extent().bounds) for t in ax.get_xticklabels() if t.get_text().strip()],
+            "ytick_boxes": [tuple(t.get_window_extent().bounds) for t in ax.get_yticklabels() if t.get_text().strip()],
+            "texts": [t.get_text() for t in ax.texts],
+            "legend": None if leg is None else {
+                "labels": [t.get_text() for t in leg.get_texts()],
+                "px": [t.get_fontsize() * DPI / 72.0 * page_scale(fig) for t in leg.get_texts()],
+                "overlaps": legend_overlaps(ax)},
+        })
+    return out
+
+
 def png_bytes(fig) -> Optional[bytes]:
-    """The figure as PNG bytes, and closed; None for None (a figure function with nothing to draw)."""
+    """The figure as PNG bytes, and closed; None for None (a figure function with nothing to draw).
+    What it drew is kept in :data:`DRAWN` under its title."""
     if fig is None:
         return None
     buf = io.BytesIO()
-    fig.tight_layout()
+    prepare(fig)
+    titles = [fig._suptitle.get_text()] if fig._suptitle else []
+    titles += [ax.get_title() for ax in fig.axes if ax.get_title()]
+    DRAWN[titles[0] if titles else f"figure {len(DRAWN) + 1}"] = figure_facts(fig)
     # bbox "tight": a legend placed outside the axes (below or beside) is kept, never clipped.
     fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight", pad_inches=0.1)
     plt.close(fig)
@@ -64,10 +258,19 @@ def vwall_figure(results: dict):
     n = [r["order"] for r in rows]
     fig, ax = plt.subplots(figsize=SIZE)
     ax.semilogy(n, [10 ** r["possible_log10"] for r in rows], "o-", label="possible n-grams $V^n$")
-    ax.semilogy(n, [max(1, r["distinct_train"]) for r in rows], "s-", label="distinct n-grams seen in train")
-    ax.semilogy(n, [max(1, r["train_ngram_tokens"]) for r in rows], ":", color="#999999", label="n-gram tokens in train")
-    ax.semilogy(n, [max(1, r["mle_zero_probs"]) for r in rows], "^-", color="#D55E00",
-                label="test tokens with MLE probability 0")
+    # A count of 0 has no place on a log axis: it is left out, and its legend entry says where.
+    for key, style, label in (("distinct_train", dict(fmt="s-"), "distinct n-grams seen in train"),
+                              ("train_ngram_tokens", dict(fmt=":", color="#999999"), "n-gram tokens in train"),
+                              ("mle_zero_probs", dict(fmt="^-", color="#D55E00"), "test tokens with MLE probability 0")):
+        kept = [(r["order"], r[key]) for r in rows if r[key] > 0]
+        zero = [r["order"] for r in rows if r[key] <= 0]
+        if zero:
+            label += f" (0 at n = {', '.join(map(str, zero))}: not drawn)"
+        fmt = style.pop("fmt")
+        if kept:
+            ax.semilogy([k for k, _ in kept], [v for _, v in kept], fmt, label=label, **style)
+        else:
+            ax.plot([], [], fmt, label=label, **style)
     ax.set_xlabel("order n")
     ax.set_ylabel("count (log scale)")
     ax.set_xticks(n)
@@ -83,7 +286,7 @@ def vwall_figure(results: dict):
         h, lab = a.get_legend_handles_labels()
         handles += h
         labels += lab
-    ax2.legend(handles, labels, fontsize=7, loc="upper left", framealpha=0.9)
+    ax2.legend(handles, labels, fontsize=8, loc="upper left", framealpha=0.9)
     return fig
 
 
@@ -135,9 +338,9 @@ def perplexity_by_order_figure(results: dict):
         for j, r in enumerate(sec.get("rows", [])):
             if r.get("test") and r["test"].get("ppl") is not None:
                 # stars at n = ∞, told apart by colour (the ∞-gram's, then the palette's)
-                ax.semilogy([x_inf], [r["test"]["ppl"]], marker="*", linestyle="none",
-                            color=(FAMILY_COLOURS["infini"], "#009E73", "#E69F00", "#56B4E9")[j % 4], markersize=11,
-                            label=r["label"])
+                # the ∞-gram family's colour, one marker per partner
+                ax.semilogy([x_inf], [r["test"]["ppl"]], marker=("*", "P", "X", "D", "p")[j % 5], linestyle="none",
+                            color=FAMILY_COLOURS["infini"], markersize=11 if j == 0 else 8, label=r["label"])
         if sec.get("alone"):
             top = blended_transform_factory(ax.transData, ax.transAxes)
             ax.plot([x_inf], [0.97], "x", color=FAMILY_COLOURS["infini"], markersize=9, transform=top, clip_on=False,
@@ -172,12 +375,16 @@ def perplexity_by_order_figure(results: dict):
         pad = 0.04 * (hi - lo if hi > lo else hi)
         zoom.set_ylim(min([lo] + [e for e in extra if e >= lo * 0.6]) - pad, hi + pad)
         zoom.set_xticks([o for o in orders if o >= 2] or orders)
-        zoom.legend(fontsize=7, loc="best")
+        # no legend of its own: its lines are the left panel's, in the same styles (inside the axes, a
+        # legend covered a curve, Witten-Bell's)
     zoom.set_xlabel("order n")
     zoom.set_ylabel("test perplexity")
-    zoom.set_title("Zoom: the smoothers within 40 % of the best", fontsize=10)
+    zoom.set_title("Zoom: the smoothers within 40 % of the best\n(same styles as on the left)", fontsize=10)
     zoom.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.16), ncol=3, borderaxespad=0.0)
+    # One legend for both panels, under them (a figure legend: the panels keep their widths).
+    fig.tight_layout()
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3)
     return fig
 
 
@@ -215,6 +422,12 @@ def learning_curves_figure(results: dict):
             line, = ax.loglog([p["train_tokens"] for p in pts], [p["test"]["ppl"] for p in pts],
                               color=FAMILY_COLOURS.get(s["family"]), marker=MARKERS[i + (0 if s["family"] == "ngram" else 1)],
                               linestyle=DASHES[i % len(DASHES)], label=s["label"])
+            if s["family"] == "neural":
+                for p, fewer in zip(pts, fewer_steps(pts)):
+                    if p.get("steps") is not None:
+                        ax.annotate(f"{p['steps']:,} steps" + (" ⚠" if fewer else ""),
+                                    (p["train_tokens"], p["test"]["ppl"]), textcoords="offset points",
+                                    xytext=(4, 6), fontsize=8, color="#B00020" if fewer else line.get_color())
             row, full = rows.get(s["id"]), pts[-1]
             if s["family"] == "neural" and row and (row.get("test") or {}).get("ppl") and full.get("key") != row.get("key"):
                 # The results table's model (the main budget), where the curve's 100 % point is another run.
@@ -230,6 +443,22 @@ def learning_curves_figure(results: dict):
     return fig
 
 
+FEWER_STEPS_SLACK = 0.05
+
+
+def fewer_steps(points: list) -> list:
+    """For each learning-curve point: did it train fewer steps than a point on a smaller fraction?  Under a
+    wall-clock budget a loaded machine buys fewer steps, so a larger training set can come out worse."""
+    out, most = [], None
+    for p in points:
+        steps = p.get("steps")
+        # more than FEWER_STEPS_SLACK fewer: a few steps either way is the clock's noise, not a finding
+        out.append(steps is not None and most is not None and steps < (1 - FEWER_STEPS_SLACK) * most)
+        if steps is not None:
+            most = steps if most is None else max(most, steps)
+    return out
+
+
 def interpolation(results: dict) -> Optional[bytes]:
     return png_bytes(interpolation_figure(results))
 
@@ -239,16 +468,33 @@ def interpolation_figure(results: dict):
     if not rows:
         return None
     fig, ax = plt.subplots(figsize=SIZE)
-    for r in rows:
+    from .formatting import row_label
+
+    flagged = undertrained_ids(results)
+    for i, r in enumerate(rows):
         xs, ys = zip(*r["curve"])
-        line, = ax.semilogy(xs, ys, "-", label=f"{r['components'][0]} + {r['components'][1]}")
-        ax.plot([r["lambda"]], [r["valid"]["ppl"]], "o", color=line.get_color())
+        # The mixtures are the interpolated family: its colour, one marker and dash per neural partner;
+        # named by their parts' display labels, never by their ids.
+        label = f"{row_label(results, r['components'][0])} + {row_label(results, r['components'][1])}"
+        label += f" (λ = {r['lambda']:.2f})"
+        if r["components"][1] in flagged:
+            label += " ⚠ undertrained"
+        line, = ax.semilogy(xs, ys, linestyle=DASHES[i % len(DASHES)], color=FAMILY_COLOURS["interpolated"],
+                            marker=MARKERS[i % len(MARKERS)], markevery=[int(np.argmin(np.abs(np.asarray(xs) - r["lambda"])))],
+                            label=label)
     ax.set_xlabel("weight of the n-gram model $\\lambda$")
     ax.set_ylabel("validation perplexity (log scale)")
     ax.grid(alpha=0.3, which="both")
     ax.set_title("$p = \\lambda\\, p_{ngram} + (1-\\lambda)\\, p_{neural}$, tuned on validation")
     ax.legend(fontsize=8)
     return fig
+
+
+def undertrained_ids(results: dict) -> dict:
+    """Neural row id -> why it is undertrained (reports.undertrained, the one rule)."""
+    from .undertrained import undertrained
+
+    return undertrained(results)
 
 
 def effective_n(results: dict) -> Optional[bytes]:
@@ -271,9 +517,11 @@ def effective_n_figure(results: dict):
     ax.set_ylabel("share of test tokens (%)")
     ax.set_title("Where the test tokens fall")
     partners = list(dict.fromkeys(r["partner"] for r in sec["by_n"]))
+    family = {r["id"]: fam for fam in ("ngram", "neural") for r in results.get(fam) or []}
     for i, partner in enumerate(partners):
         pts = [r for r in sec["by_n"] if r["partner"] == partner]
-        colour = OKABE_ITO[(i + 4) % len(OKABE_ITO)] if i < 7 else None
+        # each partner in its family's colour (n-gram vermillion, neural blue), as everywhere else
+        colour = FAMILY_COLOURS.get(family.get(partner, "ngram" if "-" in partner else "neural"))
         dx = (i - (len(partners) - 1) / 2) * 0.08  # side by side, so the error bars do not hide each other
         k = np.array([r["effective_n"] for r in pts], dtype=float) + dx
         for key, style, label in (("partner", dict(linestyle="--", markerfacecolor="white"), pts[0]["label"]),
@@ -287,7 +535,7 @@ def effective_n_figure(results: dict):
     ax2.set_ylabel("test bits per token")
     ax2.set_title("Bits per token by effective n (95 % error bars)")
     ax2.grid(alpha=0.3)
-    ax2.legend(fontsize=7, loc="best")
+    ax2.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     fig.suptitle("n → ∞: how long a history the training text supports", fontsize=11)
     return fig
 
@@ -318,16 +566,20 @@ def attention_static_figure(results: dict):
                 if v is not None:
                     mean[i][j] += math.exp(v) / len(heads)
     labels = attention_labels(att)
-    fig, ax = plt.subplots(figsize=(6.4, 6.0))
+    side = min(8.0, max(6.4, 0.2 * T + 1.6))  # about 0.2 in (14 px) a row: 8-point labels do not overlap
+    fig, ax = plt.subplots(figsize=(side, side - 0.4))
     image = ax.imshow(mean, cmap="viridis", vmin=0.0)
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="attention weight (rows sum to 1)")
     ax.set_xticks(range(T))
     ax.set_yticks(range(T))
-    ax.set_xticklabels(labels, rotation=90, fontsize=6)
-    ax.set_yticklabels(labels, fontsize=6)
+    ax.set_xticklabels(labels, rotation=90, fontsize=8)
+    ax.set_yticklabels(labels, fontsize=8)
     ax.set_xlabel("attended-to position (key)")
     ax.set_ylabel("reading position (query): the reference text, teacher-forced")
-    ax.set_title(f"{att['label']}: last layer, mean over heads")
+    why = undertrained_ids(results).get(att.get("model"))
+    ax.set_title(f"{att['label']}: last layer, mean over heads"
+                 + (f"\n⚠ undertrained ({why}): near-uniform attention is no finding" if why else ""),
+                 color="#B00020" if why else "black", fontsize=10)
     return fig
 
 

@@ -132,3 +132,88 @@ def test_the_translation_example_has_bits_per_byte_and_intervals_for_every_model
     for b in res["bleu"]:
         assert b["ci"][0] < b["bleu"] < b["ci"][1]
 
+
+
+# ---------------------------------------------------------------------------- examples as fresh as the code
+# Subtrees that hold data rather than the code's fields: a corpus's own facts (the toy truth), the neural
+# package's configurations, a budget's one kind (minutes or epochs).
+_DATA_SUBTREES = (".corpus.toy_config", ".corpus.truth", ".settings.model_config", ".settings.train_config",
+                  ".budget.")
+
+
+def _key_paths(obj, prefix: str = "", leaves=None, dicts=None) -> tuple:
+    """Every key path of a results.json (lists merged as ``[]``; a dict keyed by data -- orders, ids --
+    as ``*``), and the paths whose value is a dict somewhere."""
+    leaves = set() if leaves is None else leaves
+    dicts = set() if dicts is None else dicts
+    if isinstance(obj, dict):
+        dicts.add(prefix)
+        data_keyed = bool(obj) and all(re.fullmatch(r"[\w.:@+()/-]*[0-9][\w.:@+()/-]*", k) for k in obj)
+        for k, v in obj.items():
+            path = f"{prefix}.{'*' if data_keyed else k}"
+            leaves.add(path)
+            _key_paths(v, path, leaves, dicts)
+    elif isinstance(obj, list):
+        for v in obj:
+            _key_paths(v, prefix + "[]", leaves, dicts)
+    return leaves, dicts
+
+
+def missing_fields(current: dict, example: dict) -> list:
+    """The fields ``current`` (a results.json the current code wrote) has and ``example`` lacks: a path
+    counts where its parent is an object in the example (a section the example did not run, null or
+    absent by its settings, is not asked for its fields), its data subtrees aside."""
+    have, _ = _key_paths(current)
+    got, objects = _key_paths(example)
+    need = {p for p in have if p.rsplit(".", 1)[0] in objects and not any(s in p for s in _DATA_SUBTREES)}
+    if "transformer" not in (example.get("settings") or {}).get("neural", []):
+        need.discard(".attention")  # the attention view needs a Transformer
+    return sorted(need - got)
+
+
+def _headings(md: str) -> list:
+    return re.findall(r"^## (?:\d+\. )?(.+)$", md, flags=re.M)
+
+
+@pytest.fixture(scope="module")
+def current_run(tmp_path_factory):
+    """A quick toy run of the current code: the sections and fields it writes."""
+    out = tmp_path_factory.mktemp("fresh") / "quick"
+    proc = subprocess.run([str(REPO / ".venv" / "bin" / "ngramlm") if (REPO / ".venv").is_dir() else "ngramlm",
+                           "compare", "--quick", "--threads", "1", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads((out / "results.json").read_text()), (out / "report.md").read_text("utf-8")
+
+
+@needs(*REPORT)
+@pytest.mark.parametrize("example", [p for p in EXAMPLES if p.name != "fra-eng"], ids=lambda p: p.name)
+def test_an_example_has_every_section_and_field_the_current_code_writes(example, current_run):
+    results, md = current_run
+    res = json.loads((example / "results.json").read_text())
+    missing = missing_fields(results, res)
+    assert not missing, f"{example.name}/results.json lacks {missing[:12]}: re-run it (docs/reports.md, its settings)"
+    assert _headings((example / "report.md").read_text("utf-8")) == _headings(md)
+
+
+def test_missing_fields_finds_what_an_older_run_did_not_write():
+    new = {"timing": {"total_seconds": 1.0, "stages": {"load": 1.0}}, "ngram": [{"id": "a", "aka": "x"}],
+           "learning_curves": {"series": [{"points": [{"steps": 3, "fraction": 1.0}]}]}, "attention": None,
+           "settings": {"neural": ["lstm"]}}
+    old = {"timing": {"total_seconds": 1.0}, "ngram": [{"id": "a"}],
+           "learning_curves": {"series": [{"points": [{"fraction": 1.0}]}]}, "settings": {"neural": ["lstm"]}}
+    assert missing_fields(new, old) == [".learning_curves.series[].points[].steps", ".ngram[].aka", ".timing.stages"]
+
+
+PARALLEL_FIELDS = ("format", "version", "status", "created", "settings", "corpus", "target_test_bytes", "rows", "bleu",
+                   "attention", "examples", "timing")
+
+
+def test_the_translation_example_has_the_fields_its_page_reads():
+    """The parallel run is too long for a test; its page's fields, and the settings the current code records."""
+    res = json.loads((REPO / "docs" / "examples" / "fra-eng" / "results.json").read_text())
+    assert set(PARALLEL_FIELDS) <= set(res)
+    from reports.experiments.settings import CompareSettings
+
+    assert set(CompareSettings(corpus="fra-eng").to_dict()) <= set(res["settings"]), \
+        "fra-eng/results.json records fewer settings than the current code writes: re-run it"

@@ -185,7 +185,8 @@ FLOORS = {
     ],
     "reports": [
         # 1 building blocks; reports.scoring: a model file of either family scored
-        {"reports.formatting", "reports.jsonio", "reports.plots", "reports.html_tables", "reports.scoring"},
+        {"reports.formatting", "reports.jsonio", "reports.plots", "reports.html_tables", "reports.scoring",
+         "reports.significance", "reports.undertrained", "reports.textbook_figures"},
         {"reports.experiments"},
         {"reports.sections"},
         {"reports.compare", "reports.render"},

@@ -524,7 +524,9 @@ def test_budget_and_actual_cost_of_neural_rows(quick_run, tmp_path):
     # The learning curve's neural points, under their series.
     cells = _md_row(md, "budget / actual")[1:]
     assert cells == ["0.15 min / 0.17 min (+10 %)", "0.15 min / 0.18 min (+21 %)", "0.15 min / 0.20 min (+32 %)"]
-    assert 'class="budget"><td>budget / actual</td>' in html
+    # The HTML table has a row per training-set size: the budget is a column beside the neural series.
+    assert re.search(r'<th>LSTM: budget / actual</th>', html)
+    assert '<td class="num budget">0.15 min / 0.17 min (+10 %)</td>' in html
     # A cached row, and an old results.json: no budget / wall_seconds fields (nor, for the curve, a row).
     lstm.update(wall_seconds=None, cached=True)
     for key in ("budget", "budget_seconds", "wall_seconds"):
@@ -664,7 +666,10 @@ def test_the_infini_gram_is_the_last_column_of_perplexity_against_order(quick_ru
     try:
         ax = fig.axes[0]
         assert [t.get_text() for t in ax.get_xticklabels()][-1] == "∞"
-        stars = {ln.get_label(): ln.get_ydata()[0] for ln in ax.get_lines() if ln.get_marker() == "*"}
+        # a point per mixture at n = ∞, in the ∞-gram's colour (one marker each: a star, then others)
+        mixtures = {r["label"] for r in sec["rows"]}
+        stars = {ln.get_label(): ln.get_ydata()[0] for ln in ax.get_lines() if ln.get_label() in mixtures}
+        assert {ln.get_color() for ln in ax.get_lines() if ln.get_label() in mixtures} == {plots.FAMILY_COLOURS["infini"]}
         assert stars == pytest.approx({r["label"]: r["test"]["ppl"] for r in sec["rows"]})
     finally:
         plt.close("all")

@@ -14,6 +14,7 @@ from click.core import ParameterSource
 from corpora.errors import InputError
 from ngramlm.smoothing import SMOOTHERS
 
+from ..experiments.run import write_results
 from ..experiments.settings import (DEFAULT_NEURAL, DEFAULT_SMOOTHERS, NEURAL_SIZES, CompareSettings,
                                     parse_fractions, parse_list, quick_settings)
 
@@ -26,7 +27,8 @@ _SETTING_OPTIONS = {
     "curve": "curve", "curve_minutes": "curve_minutes", "curve_smoother": "curve_smoother",
     "passage_tokens": "passage_tokens", "toy_train_tokens": "toy_train_tokens",
     "toy_eval_tokens": "toy_eval_tokens", "seed": "seed", "seq2seq_minutes": "seq2seq_minutes", "beams": "beams",
-    "ladder": "ladder", "prune_curve": "prune_curve", "fusion": "fusion",
+    "ladder": "ladder", "prune_curve": "prune_curve", "fusion": "fusion", "lm_path": "fusion_lm",
+    "lm_weight": "fusion_weight",
 }
 
 
@@ -75,6 +77,8 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
         "ladder": opts["ladder"],
         "prune_curve": opts["prune_curve"],
         "fusion": opts["fusion"],
+        "fusion_lm": None if opts["lm_path"] is None else str(Path(opts["lm_path"]).resolve()),
+        "fusion_weight": opts["lm_weight"],
     }
     if opts["neural"] is not None and opts["neural"].strip().lower() != "none" and not values["neural"]:
         raise InputError("--neural is empty", fix=f"pass e.g. --neural {','.join(DEFAULT_NEURAL)}, or --neural none")
@@ -138,6 +142,11 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
               help="Parallel corpora (fra-eng): training minutes per translator [default: the neural budget].")
 @click.option("--beams", default="1,2,3,4,5", show_default=True,
               help="Parallel corpora: beam sizes of the BLEU table, each with and without length normalisation.")
+@click.option("--lm", "lm_path", type=click.Path(dir_okay=False, exists=True), default=None, metavar="MODEL",
+              help="Parallel corpora: the target-side n-gram model fused in the BLEU grid (ARPA, .npz, KenLM binary) "
+                   "[default: the run's n-gram of the best validation ppl].")
+@click.option("--lm-weight", type=click.FloatRange(min=0), default=None, metavar="W",
+              help="Parallel corpora: the fusion weight [default: tuned by greedy BLEU on valid among 0-0.5].")
 @click.option("--fusion/--no-fusion", default=True, show_default=True,
               help="Parallel corpora: BLEU rows with shallow fusion of the target-side n-gram of the best validation "
                    "ppl (its weight tuned by greedy BLEU on valid).")
@@ -162,7 +171,7 @@ def _settings_from_options(ctx: click.Context, opts: dict, quick: bool) -> Compa
 @json_option
 @click.pass_context
 def compare_cmd(ctx, corpus, out, valid_file, test_file, tokenizer, tokenizers, neural_tokenizers, max_order, smoothers, neural, neural_minutes, neural_epochs, neural_size, checkpoints, curve,
-                curve_minutes, curve_smoother, passage_tokens, seq2seq_minutes, beams, fusion, ladder, prune_curve, toy_train_tokens, toy_eval_tokens, quick, force, resume,
+                curve_minutes, curve_smoother, passage_tokens, seq2seq_minutes, beams, lm_path, lm_weight, fusion, ladder, prune_curve, toy_train_tokens, toy_eval_tokens, quick, force, resume,
                 data_dir, seed, threads, verbose, as_json):
     """Train n-gram models (orders 1..N x smoothers) and neural models on one tokenization of CORPUS
     [default: toy], cache every result, and write results.json, report.md and report.html."""
@@ -224,13 +233,15 @@ def compare_cmd(ctx, corpus, out, valid_file, test_file, tokenizer, tokenizers, 
                 _echo_err(note)
         start_run(out_path, settings)
         run = Run(settings, out_path, data=data, log=_echo_err, verbose=verbose, adopted=adopted)
+        run.started = t0  # the run's total includes reading the corpus above, and rendering below
         try:
             results = run.execute()
         except KeyboardInterrupt:
             _echo_err(f"interrupted; what finished is cached. Continue with: ngramlm compare --out {out} --resume")
             raise SystemExit(130)
         try:
-            paths = render(out_path, results)
+            paths = render(out_path, results, started=t0)
+            write_results(out_path, results)  # its timing now counts the report's rendering too
         except KeyboardInterrupt:  # the run is complete and results.json written: only the report is missing
             _echo_err(f"interrupted while writing the report; {out_path / 'results.json'} is complete. "
                       f"Write the report with: ngramlm report {out}")
@@ -254,11 +265,14 @@ def _compare_parallel(settings, out_path: Path, data_dir, verbose: bool, as_json
     load_parallel(settings.corpus, data_dir=data_dir, seed=SPLIT_SEED)  # a missing corpus fails before the folder
     start_run(out_path, settings)
     try:
-        results = ParallelRun(settings, out_path, data_dir=data_dir, log=_echo_err, verbose=verbose).execute()
+        prun = ParallelRun(settings, out_path, data_dir=data_dir, log=_echo_err, verbose=verbose)
+        prun.started = t0
+        results = prun.execute()
     except KeyboardInterrupt:
         _echo_err(f"interrupted; what finished is cached. Continue with: ngramlm compare --out {out_path} --resume")
         raise SystemExit(130)
-    paths = render_parallel(out_path, results)
+    paths = render_parallel(out_path, results, started=t0)
+    write_results(out_path, results)  # its timing now counts the report's rendering too
     if as_json:
         click.echo(json.dumps({"corpus": results["corpus"], "rows": [
             {k: r.get(k) for k in ("id", "label", "side", "valid", "test")} for r in results["rows"]],

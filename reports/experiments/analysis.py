@@ -175,13 +175,4 @@ def choose_passage(starts: np.ndarray, max_tokens: int, gain: Optional[np.ndarra
     return best
 
 
-def undertrained_reason(row: dict, unigram_valid_ppl: Optional[float]) -> Optional[str]:
-    """Why one neural row is not a result (reports.render.report.undertrained), or None: it stopped before one
-    epoch, or its valid perplexity is above the unigram model's on the same tokens."""
-    valid = (row.get("valid") or {}).get("ppl")
-    if row.get("stopped") != "adopted" and row.get("epochs") is not None and row["epochs"] < 1:
-        return f"stopped after {fmt_fixed(row['epochs'], 2)} epochs, before it read the training text once"
-    if valid is not None and unigram_valid_ppl is not None and valid > unigram_valid_ppl:
-        return (f"worse than the unigram model on valid ({fmt_fixed(valid, 2)} against "
-                f"{fmt_fixed(unigram_valid_ppl, 2)}): it has not learned word frequencies yet")
-    return None
+from ..undertrained import undertrained_reason  # noqa: E402,F401 (its old place: the rule lives on floor 1)

@@ -65,6 +65,18 @@ def spectrum(counts: NgramCounts) -> dict:
     return out
 
 
+SPELLING_KINDS = ("char", "byte")  # tokenizers whose tokens spell the text: their n-grams read joined
+
+
+def spelled_ngram(pieces: list, vocab) -> str:
+    """An n-gram as the report shows it: a character or byte tokenization's pieces joined into the string
+    they spell ("▁th"), any other tokenization's with spaces -- one-letter words stay apart ("$ N a",
+    never "$Na")."""
+    tok = getattr(vocab, "tokenizer", None)
+    kind = getattr(tok, "kind", None) if tok is not None else None
+    return ("" if kind in SPELLING_KINDS else " ").join(pieces)
+
+
 def zipf(counts, vocab, top: int = 10) -> dict:
     """The textbook's first figures for one tokenization: the rank-frequency curve of its types (sampled
     on a log grid of ranks, for the plot) and its top-``top`` unigrams, bigrams and trigrams as counted
@@ -83,8 +95,7 @@ def zipf(counts, vocab, top: int = 10) -> dict:
         for g, i in zip(grams, idx):
             if c[i] > 0:
                 pieces = vocab.decode(g.tolist())
-                # Characters and bytes read as the string they spell ("▁th"), longer pieces with spaces.
-                shown.append([("" if all(len(p) == 1 for p in pieces) else " ").join(pieces), int(c[i])])
+                shown.append([spelled_ngram(pieces, vocab), int(c[i])])
         out["top"][str(n)] = shown
     return out
 

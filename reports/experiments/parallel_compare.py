@@ -217,33 +217,46 @@ class ParallelRun(RunBase):
 
     def _fusion_stage(self) -> None:
         """Shallow fusion (``neural.seq2seq.translate``): each translator with the target-side n-gram model of
-        the best validation perplexity, its weight tuned by greedy BLEU on the valid pairs (0 -- the
-        translator alone -- among the choices), then BLEU on the test pairs, greedy and at the widest beam."""
+        the best validation perplexity (or ``--lm``'s), its weight tuned by greedy BLEU on the valid pairs (0
+        -- the translator alone -- among the choices; or ``--lm-weight``'s), then BLEU on the test pairs,
+        greedy and at the widest beam."""
         s = self.settings
         if not s.fusion or not self.models:
             return
-        pick = fusion_ngram(self.results["rows"])
-        if pick is None:
-            return
         from corpora.modelkinds import fusion_lm
-        from ngramlm import NgramLM
 
-        smoother, order = pick
-        lm = fusion_lm(NgramLM(order=order, smoothing=smoother).fit(self.data["train"], vocab=self.data.vocab),
-                       self.par.tgt_vocab.itos_)
+        weights = FUSION_WEIGHTS if s.fusion_weight is None else (s.fusion_weight,)
+        tuned = "greedy BLEU on valid" if s.fusion_weight is None else "given (--lm-weight)"
         widest = max(s.beams)
-        self.log(f"shallow fusion: the target-side {smoother} {order}-gram, weight among "
-                 f"{', '.join(f'{w:g}' for w in FUSION_WEIGHTS)} tuned by greedy BLEU on valid; greedy and beam {widest}")
-        self.results["fusion"] = {"smoother": smoother, "order": order, "weights": list(FUSION_WEIGHTS),
-                                  "tuned_by": "greedy BLEU on valid"}
+        if s.fusion_lm is not None:  # the user's model (e.g. trained on more target-language text)
+            name = Path(s.fusion_lm).name
+            described, lm_key = f"{name} (--lm)", ["file", s.fusion_lm, Path(s.fusion_lm).stat().st_size]
+            lm = fusion_lm(s.fusion_lm, self.par.tgt_vocab.itos_)
+            self.results["fusion"] = {"model": name}
+        else:
+            pick = fusion_ngram(self.results["rows"])
+            if pick is None:
+                return
+            from ngramlm import NgramLM
+
+            smoother, order = pick
+            described, lm_key = f"the target-side {smoother} {order}-gram", [smoother, order]
+            lm = fusion_lm(NgramLM(order=order, smoothing=smoother).fit(self.data["train"], vocab=self.data.vocab),
+                           self.par.tgt_vocab.itos_)
+            self.results["fusion"] = {"smoother": smoother, "order": order}
+        self.log(f"shallow fusion: {described}, weight {'among ' if len(weights) > 1 else ''}"
+                 f"{', '.join(f'{w:g}' for w in weights)}{' tuned by greedy BLEU on valid' if len(weights) > 1 else ''};"
+                 f" greedy and beam {widest}")
+        self.results["fusion"].update({"weights": list(weights), "tuned_by": tuned, "described": described})
         for rid, model in self.models.items():
-            settings = {"row": rid, "row_key": _row_key(self.results, rid), "lm": [smoother, order],
-                        "weights": list(FUSION_WEIGHTS), "beam": widest, "alpha": ALPHA}
+            settings = {"row": rid, "row_key": _row_key(self.results, rid), "lm": lm_key,
+                        "weights": list(weights), "beam": widest, "alpha": ALPHA}
             key = cache_key("fusion", settings, self.par.fingerprint)
             row = self.cache.get(key)
             if row is None:
                 t0 = time.perf_counter()
-                row = {"id": f"fusion:{rid}", "bleu": fused_bleu_rows(model, self.par, lm, widest), "seconds": 0.0}
+                row = {"id": f"fusion:{rid}", "bleu": fused_bleu_rows(model, self.par, lm, widest, weights),
+                       "seconds": 0.0}
                 for r in row["bleu"]:
                     r["model"] = rid
                 row["seconds"] = time.perf_counter() - t0
@@ -339,12 +352,12 @@ def fusion_ngram(rows: list) -> Optional[tuple]:
     return None if best is None else best[1:]
 
 
-def fused_bleu_rows(model, par, lm, beam: int) -> list:
-    """The weight with the best greedy BLEU on valid (ties: the smaller), then the test BLEU of greedy and
-    of beam ``beam`` (alpha ALPHA) with it: rows marked ``fusion`` with their ``lm_weight``."""
+def fused_bleu_rows(model, par, lm, beam: int, weights=FUSION_WEIGHTS) -> list:
+    """The weight among ``weights`` with the best greedy BLEU on valid (ties: the smaller), then the test
+    BLEU of greedy and of beam ``beam`` (alpha ALPHA) with it: rows marked ``fusion`` with their ``lm_weight``."""
     from neural.seq2seq.translate import bleu_table
 
-    valid = bleu_table(model, par, "valid", beams=(1,), lm=lm, lm_weights=FUSION_WEIGHTS)
+    valid = bleu_table(model, par, "valid", beams=(1,), lm=lm, lm_weights=tuple(weights))
     best = max(valid, key=lambda r: (r["bleu"], -r["lm_weight"]))
     w = best["lm_weight"]
     rows = bleu_table(model, par, "test", beams=(1,), lm=lm, lm_weights=(w,))

@@ -37,6 +37,9 @@ class RunBase:
         self.results: dict = {}
         self.arrays: dict = {}  # row id -> {"valid": log2p, "test": log2p}
         self.counters = {"trained": 0, "cached": 0}
+        # When the command started (time.perf_counter()), when it did more before execute() (reading the
+        # corpus, checking checkpoints): the run's total counts from there, not from execute().
+        self.started: Optional[float] = None
 
     # ------------------------------------------------------------------ what a run says
     def load(self) -> None:
@@ -63,8 +66,9 @@ class RunBase:
 
     # ------------------------------------------------------------------ the run
     def execute(self) -> dict:
-        t_start = time.perf_counter()
+        t_start = self.started if self.started is not None else time.perf_counter()
         self.load()
+        self.counters["stages"] = {"load": time.perf_counter() - t_start}
         self.cache = Cache(self.out / "cache")
         self.results = {"format": self.FORMAT, "version": self.FORMAT_VERSION, "status": "running",
                         "created": _dt.datetime.now().isoformat(timespec="seconds"),
@@ -145,11 +149,17 @@ def run_stages(res: dict, stages, *, out: Path, t_start: float, counters: dict,
     results.json is written with further signals held off, so a second Ctrl-C cannot leave it unwritten."""
     held, finishing = None, False
     try:
+        spent = counters.setdefault("stages", {})
         for stage in stages:
+            t0 = time.perf_counter()
             stage()
+            name = stage_name(stage)
+            spent[name] = spent.get(name, 0.0) + time.perf_counter() - t0
         finishing = True
         if finish is not None:
+            t0 = time.perf_counter()
             finish()
+            spent["intervals"] = time.perf_counter() - t0
         res["status"] = "complete"
     except KeyboardInterrupt:
         res["status"] = "interrupted"
@@ -166,6 +176,13 @@ def run_stages(res: dict, stages, *, out: Path, t_start: float, counters: dict,
             write_results(out, res)
         finally:
             _release_signals(held)
+
+
+def stage_name(stage) -> str:
+    """A stage's name in ``timing.stages``: its ``stage_name`` attribute, else the function's name without
+    its leading underscore and ``_stage`` ("_ngram_stage" -> "ngram")."""
+    name = getattr(stage, "stage_name", None) or getattr(stage, "__name__", "stage")
+    return name.strip("_").removesuffix("_stage") or "stage"
 
 
 def _ignore_signal(signum, frame) -> None:

@@ -54,6 +54,8 @@ class CompareSettings:
     seq2seq_minutes: Optional[float] = None  # parallel corpora: budget per translator [default: the neural budget]
     beams: tuple = (1, 2, 3, 4, 5)  # parallel corpora: beam sizes of the BLEU table (1 = greedy)
     fusion: bool = True  # parallel corpora: BLEU with shallow fusion of the best target-side n-gram
+    fusion_lm: Optional[str] = None  # ... or of this model file
+    fusion_weight: Optional[float] = None  # ... with this weight [default: tuned by greedy BLEU on valid]
     ladder: bool = False  # the ladder section: cache, dynamic evaluation and count mixtures on each neural model
     prune_curve: bool = True  # the pruning section: the best back-off model pruned to 50/10/1 % of its n-grams
 

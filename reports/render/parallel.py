@@ -15,7 +15,7 @@ from corpora.textio import atomic_write_bytes, atomic_write_text
 
 from ..html_tables import SORT_JS, Cell, Row, Table, Tables
 
-from .report import jinja_env, make_readable, fmt_ppl, fmt_seconds, fmt_size
+from .report import jinja_env, make_readable, fmt_ppl, fmt_seconds, fmt_setting, fmt_size, time_unit
 
 
 # Axis labels per kind of attention map: (columns, rows).
@@ -47,7 +47,7 @@ def _heatmap_png(att: dict, title: str) -> bytes:
     return png_bytes(fig)
 
 
-def _row(r: dict) -> dict:
+def _row(r: dict, unit: str = None) -> dict:
     test, valid = r.get("test") or {}, r.get("valid") or {}
     return {"label": r["label"], "side": r.get("side", ""), "conditional": bool(r.get("conditional")),
             "order": r.get("order"), "valid": fmt_ppl(valid) if valid else "-", "test": fmt_ppl(test) if test else "-",
@@ -57,7 +57,8 @@ def _row(r: dict) -> dict:
             "ci": "" if not (r.get("test_ci") or {}).get("ppl") else
             f"{r['test_ci']['ppl'][0]:.2f}–{r['test_ci']['ppl'][1]:.2f}",
             "size": f"{fmt_size(r.get('size'))} {r.get('size_unit') or ''}".strip(),
-            "seconds": fmt_seconds(r.get("train_seconds")), "error": r.get("error"),
+            "seconds": fmt_seconds(r.get("train_seconds"), unit), "v_seconds": r.get("train_seconds"),
+            "error": r.get("error"),
             "epochs": r.get("epochs"), "stopped": r.get("stopped")}
 
 
@@ -72,7 +73,8 @@ def build_context(results: dict) -> dict:
             best_ngram[s] = (v, r)
     main = [r for _, r in sorted(best_ngram.values(), key=lambda vr: vr[0])]
     main += [r for r in rows if r.get("family") != "ngram"]
-    main = [_row(r) for r in main]
+    unit = time_unit(r.get("train_seconds") for r in main)  # one unit for the whole column
+    main = [_row(r, unit) for r in main]
     baseline = min((r["test_ppl"] for r in main if not r["conditional"] and r["test_ppl"]), default=None)
     for r in main:
         r["vs_best_lm"] = (None if baseline is None or not r["test_ppl"]
@@ -87,7 +89,9 @@ def build_context(results: dict) -> dict:
         cells = {b["model"]: b for b in bleu
                  if b["beam"] == k and b["alpha"] == alpha and bool(b.get("fusion")) == fused}
         name = "greedy" if k == 1 else f"beam {k}"
-        grid.append({"decoder": f"{name} + n-gram" if fused else name, "alpha": alpha, "fusion": fused,
+        # greedy search ranks no hypotheses: it has no length penalty α ("-")
+        grid.append({"decoder": f"{name} + n-gram" if fused else name, "alpha": "-" if k == 1 else alpha,
+                     "fusion": fused,
                      "cells": [(f"{cells[m]['bleu']:.2f}" + (f" (w {cells[m]['lm_weight']:g})" if fused else ""))
                                if m in cells else "-" for m in models],
                      "v": [cells[m]["bleu"] if m in cells else None for m in models],
@@ -99,25 +103,52 @@ def build_context(results: dict) -> dict:
         "corpus": c, "status": results.get("status"), "created": results.get("created"),
         "settings": results["settings"], "rows": main, "all_ngram": [_row(r) for r in ngram],
         "bleu_models": models, "bleu_grid": grid, "best_note": best_note, "signature": bleu[0]["signature"] if bleu else None,
-        "fusion": results.get("fusion"),
+        # a fusion with the best n-gram names no model file: "model" absent, read as none by the templates
+        "fusion": {"model": None, **results["fusion"]} if results.get("fusion") else None,
         "examples": results.get("examples") or [],
-        "attention": [{**a, "caption": heatmap_title(a, i)} for i, a in enumerate(results.get("attention") or [], 1)],
+        "attention": [{**a, "caption": heatmap_title(a, i), "axes": AXES[a.get("kind", "cross")]}
+                      for i, a in enumerate(results.get("attention") or [], 1)],
+        "attention_kinds": sorted({a.get("kind", "cross") for a in results.get("attention") or []}),
         "timing": results.get("timing") or {}, "target_bytes": results.get("target_test_bytes"),
+        "time_unit": unit, "run": _run_facts(results, rows), "settings_shown": _settings_shown(results),
     }
+
+
+# The settings a reader of this page needs, in the order they read them (the rest are results.json's).
+PARALLEL_SETTINGS = ("corpus", "neural_size", "neural", "neural_minutes", "neural_epochs", "seq2seq_minutes",
+                     "max_order", "smoothers", "beams", "fusion", "seed", "threads")
+
+
+def _settings_shown(results: dict) -> dict:
+    s = results.get("settings") or {}
+    return {k.replace("_", " "): fmt_setting(s[k]) for k in PARALLEL_SETTINGS if s.get(k) is not None}
+
+
+def _run_facts(results: dict, rows: list) -> dict:
+    """The run's time, in one unit: the run that wrote results.json (all of it, cached models included), and
+    what the models cost to train when they were trained (a cached row's time is from its own run)."""
+    t = results.get("timing") or {}
+    trained = sum(r.get("train_seconds") or 0.0 for r in rows)
+    unit = time_unit([t.get("total_seconds"), trained])
+    s = results.get("settings") or {}
+    return {"total": fmt_seconds(t.get("total_seconds"), unit), "trained": t.get("trained", 0),
+            "cached": t.get("cached", 0), "training": fmt_seconds(trained, unit), "size": s.get("neural_size", "–")}
 
 
 def _mark_best(grid: list) -> str:
     """Star the best BLEU only where it is one: the top cell's 95 % interval must lie above every other
     cell's value; else the cells inside it are a tie, said as one and starred none.  Returns the note."""
-    cells = [(v, g, i) for g in grid for i, v in enumerate(g["v"]) if v is not None]
+    from ..significance import best_or_tie
+
     for g in grid:
         g["best"] = [False] * len(g["v"])
-    if not cells:
+    cells = [((j, i), v, tuple(float(x) for x in g["ci"][i].split("–")) if g["ci"][i] else None)
+             for j, g in enumerate(grid) for i, v in enumerate(g["v"])]
+    verdict = best_or_tie(cells, higher_is_better=True)
+    if verdict.top is None:
         return ""
-    top_v, top_g, top_i = max(cells, key=lambda c: c[0])
-    raw_ci = top_g["ci"][top_i]
-    low = float(raw_ci.split("–")[0]) if raw_ci else top_v
-    tied = [(g["decoder"], g["alpha"], i) for v, g, i in cells if v >= low and not (g is top_g and i == top_i)]
+    top_g, top_i = grid[verdict.top[0]], verdict.top[1]
+    top_v, tied = top_g["v"][top_i], verdict.tied
     if not tied:
         top_g["best"][top_i] = True
         return "★ marks the best BLEU: every other cell lies below its 95 % interval."
@@ -138,12 +169,13 @@ def _tables(ctx: dict) -> dict:
 
     ci_head = Markup('<br><span class="ci">95 % CI</span>')
     header = ["model", "reads the source", "valid ppl", Cell("test ppl 95 % CI", "test ppl" + ci_head),
-              Cell("test bits/byte", title=_BPB_TITLE), "vs best target LM", "size", "train time"]
+              Cell("test bits/byte", title=_BPB_TITLE), "vs best target LM", "size", f"train time ({ctx['time_unit']})"]
     ppl = Table("ppl-table", header, [Row([
         Cell(r["label"]), Cell("yes" if r["conditional"] else "no"), Cell(r["valid"], cls="num"),
         with_ci(r["test"], r["ci"], value="" if r["test_ppl"] is None else r["test_ppl"], cls="num"),
         Cell(r["bpb"], value="" if r["v_bpb"] is None else r["v_bpb"], cls="num"),
-        Cell(r["vs_best_lm"] or "-", cls="num"), Cell(r["size"], cls="num"), Cell(r["seconds"], cls="num")])
+        Cell(r["vs_best_lm"] or "-", cls="num"), Cell(r["size"], cls="num"),
+        Cell(r["seconds"], value="" if r["v_seconds"] is None else r["v_seconds"], cls="num")])
         for r in ctx["rows"]], layout="compact")
     models = ctx["bleu_models"]
     bleu = Table("bleu-table", ["decoder", "α"] + [Cell(f"{m} 95 % CI", escape(m) + ci_head) for m in models], [Row(
@@ -160,18 +192,28 @@ def _tables(ctx: dict) -> dict:
     examples = Table("examples-table", ["source", "reference"] + [f"{m} (greedy / beam)" for m in models], [Row(
         [Cell(e["source"]), Cell(e["reference"])] + [translation(e, m) for m in models]) for e in ctx["examples"]],
         layout="inline")
-    return {"ppl_table": ppl, "bleu_table": bleu, "examples_table": examples}
+    settings = Table("settings-table", ["setting", "value"], [Row([Cell(k), Cell(v, Markup("<code>{}</code>").format(v))])
+                                                              for k, v in ctx["settings_shown"].items()], layout="compact")
+    return {"ppl_table": ppl, "bleu_table": bleu, "examples_table": examples, "settings_table": settings}
 
 
-def render_parallel(out: Path, results: dict) -> dict:
-    """Write ``plots/attention_*.png``, ``report.md`` and ``report.html``; returns their paths."""
+def render_parallel(out: Path, results: dict, started=None) -> dict:
+    """Write ``plots/attention_*.png``, ``report.md`` and ``report.html``; returns their paths.
+    ``started``: the command's start, when it has just computed ``results`` (the total then counts the
+    rendering too)."""
+    import time
+
+    from .report import count_rendering
+
     out = Path(out)
-    ctx = build_context(results)
+    t_render = time.perf_counter()
     pngs = []
-    for i, a in enumerate(ctx["attention"], start=1):
-        png = _heatmap_png(a, a["caption"])
+    for i, a in enumerate(results.get("attention") or [], start=1):
+        png = _heatmap_png(a, heatmap_title(a, i))
         atomic_write_bytes(out / "plots" / f"attention_{i}.png", png)
         pngs.append(png)
+    count_rendering(results, started, t_render)
+    ctx = build_context(results)
     ctx["heat_b64"] = [base64.b64encode(p).decode("ascii") for p in pngs]
     ctx["table_js"] = SORT_JS
     md = jinja_env(False).get_template("parallel.md.j2").render(**ctx)

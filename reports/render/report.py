@@ -23,7 +23,7 @@ from corpora.textio import atomic_write_bytes, atomic_write_text
 
 from .. import plots, sections
 from ..html_tables import SORT_JS, Cell, Row, Table, Tables
-from ..experiments.analysis import undertrained_reason
+from ..undertrained import undertrained_reason
 
 
 # The number formatting the templates and tests use (reports.formatting), under its old names here.
@@ -32,19 +32,7 @@ from ..formatting import (TOKEN_UNITS, describe_budget, fmt_budget, fmt_budget_s
 
 
 # ---------------------------------------------------------------------------- formatting
-def undertrained(results: dict) -> dict:
-    """Neural row id -> why its numbers are not a result: it stopped before one epoch, or it is worse on
-    valid than the unigram model (a model that learned less than word frequencies).  Shown in the table
-    and a banner, and the HTML self-test fails on it."""
-    unigram = [r["valid"]["ppl"] for r in results.get("ngram", []) if r.get("order") == 1 and r.get("valid")
-               and r["valid"].get("ppl") is not None and r.get("is_distribution")]
-    best_unigram = min(unigram) if unigram else None
-    out = {}
-    for r in results.get("neural", []):
-        why = undertrained_reason(r, best_unigram)
-        if why:
-            out[r["id"]] = why
-    return out
+from ..undertrained import undertrained  # noqa: E402,F401 (the templates and tests use this name here)
 
 
 SIZE_UNITS = {"n-gram entries": "n-grams", "parameters": "params", "n-gram entries + parameters": "n-grams + params",
@@ -65,7 +53,8 @@ def _row(r: dict, warning: Optional[str] = None, unit: str = "s") -> dict:
         test = fmt_ppl(t)
     zero = (f"infinite perplexity: {t['zero_probs']:,} test tokens have probability 0"
             if t and t.get("ppl") is None and t.get("zero_probs") else None)
-    notes = [x for x in (warning and f"⚠ undertrained: {warning}", r.get("error") and f"not estimated: {r['error']}",
+    warn = warning and (warning if warning.startswith("⚠") else f"⚠ undertrained: {warning}")
+    notes = [x for x in (warn, r.get("error") and f"not estimated: {r['error']}",
                          zero, r.get("note"), r.get("aka")) if x]
     cached = "scored" if r.get("stopped") == "adopted" else {True: "from the cache", False: "trained in this run"}.get(
         r.get("cached"), "")
@@ -82,6 +71,7 @@ def _row(r: dict, warning: Optional[str] = None, unit: str = "s") -> dict:
         "v_bpt": norm.get("bits_per_token"), "v_bpb": norm.get("bits_per_byte"),
         "v_bpc": norm.get("bits_per_char"), "v_bpw": norm.get("bits_per_word"),
         "v_size": r.get("size"), "v_train": r.get("train_seconds"),
+        "ci_ppl": tuple(ci["ppl"]) if ci.get("ppl") else None, "alone": r.get("alone"),
         "floor": "–" if not floor else (f"{fmt_fixed(floor['extra_bits_per_token'], 3, sign=True)} bits "
                                         f"(×{fmt_fixed(floor['ppl_ratio'], 2)})"),
         "v_floor": floor["extra_bits_per_token"] if floor else None,
@@ -98,17 +88,7 @@ def _row(r: dict, warning: Optional[str] = None, unit: str = "s") -> dict:
     return out
 
 
-SHORT = {"mle": "MLE", "laplace": "Laplace", "addk": "add-k", "wb": "Witten-Bell", "jm": "Jelinek-Mercer",
-         "katz": "Katz", "absolute": "abs. discounting", "kn": "KN", "mkn": "MKN"}
-
-
-def _short(row: Optional[dict]) -> str:
-    """A component's name inside a mixture's label: "MKN 3-gram" for an n-gram, the label otherwise."""
-    if row is None:
-        return "?"
-    if row.get("family") == "ngram" and row.get("order"):
-        return f"{SHORT.get(row['model'], row['model'])} {row['order']}-gram"
-    return row["label"]
+from ..formatting import NEGLIGIBLE_WEIGHT, SHORT, component_label as _short  # noqa: E402,F401 (the names this module had)
 
 
 def _mixture_labels(rows: list, by_id: dict) -> list:
@@ -118,11 +98,46 @@ def _mixture_labels(rows: list, by_id: dict) -> list:
     for r in rows:
         comps = r.get("components") or []
         if r.get("family") == "interpolated" and len(comps) == 2 and r.get("lambda") is not None:
-            r = {**r, "label": f"{_short(by_id.get(comps[0]))} + {_short(by_id.get(comps[1]))}",
-                 "note": "; ".join(x for x in (f"λ = {fmt_fixed(r['lambda'], 2)} on the n-gram model", r.get("note")) if x)}
+            alone = mixture_alone(r, by_id)
+            said = f"λ = {fmt_fixed(r['lambda'], 2)} on the n-gram model"
+            if alone:
+                said += f": this is {alone} alone (the mixture did not help)"
+            r = {**r, "label": f"{_short(by_id.get(comps[0]))} + {_short(by_id.get(comps[1]))}", "alone": alone,
+                 "note": "; ".join(x for x in (said, r.get("note")) if x)}
         elif r.get("family") == "infini" and len(comps) == 2:
-            r = {**r, "label": f"∞-gram + {_short(by_id.get(comps[1]))}"}
+            alone = mixture_alone(r, by_id)
+            note = f"weights of 0.01 or less: this is {alone} alone, to within noise" if alone else None
+            r = {**r, "label": f"∞-gram + {_short(by_id.get(comps[1]))}", "alone": alone,
+                 "note": "; ".join(x for x in (note, r.get("note")) if x)}
         out.append(r)
+    return out
+
+
+def mixture_alone(r: dict, by_id: dict) -> Optional[str]:
+    """The display name of the part a mixture reduces to, when the other part's weight is negligible
+    (λ <= NEGLIGIBLE_WEIGHT, or 1 - λ): the mixture is then that model alone, and must be said to be."""
+    comps = r.get("components") or []
+    if len(comps) != 2:
+        return None
+    if r.get("family") == "interpolated" and r.get("lambda") is not None:
+        if r["lambda"] <= NEGLIGIBLE_WEIGHT:
+            return _short(by_id.get(comps[1]))
+        if r["lambda"] >= 1 - NEGLIGIBLE_WEIGHT:
+            return _short(by_id.get(comps[0]))
+    lams = r.get("lambdas") or {}
+    if r.get("family") == "infini" and lams and max(lams.values()) <= NEGLIGIBLE_WEIGHT:
+        return _short(by_id.get(comps[1]))
+    return None
+
+
+def mixture_flags(rows: list, flagged: dict, by_id: dict) -> dict:
+    """Mixture id -> its warning, for each mixture with an undertrained part: its numbers are no result either."""
+    out = {}
+    for r in rows:
+        bad = [c for c in (r.get("components") or []) if c in flagged]
+        if bad:
+            out[r["id"]] = "⚠ includes an undertrained model: " + "; ".join(
+                f"{_short(by_id.get(c))} ({flagged[c]})" for c in bad)
     return out
 
 
@@ -134,22 +149,39 @@ def _clean(v):
 def _summary(summary: list, results: dict) -> dict:
     """The report's first lines: the best model of each family (by valid perplexity, undertrained rows
     left out), the headline ratio (best neural against best n-gram on test) and the V^n sentence."""
+    from ..significance import best_or_tie
+
     best = []
     for fam in FAMILY_NAMES:
         rows = [r for r in summary if r["family"] == fam and r["v_valid"] is not None and not r["undertrained"]]
         if rows:
             r = min(rows, key=lambda x: x["v_valid"])
+            # The family's others whose test perplexity lies inside this one's 95 % interval: a tie on test.
+            verdict = best_or_tie([(id(r), r["v_test"], r["ci_ppl"])] + [
+                (id(x), x["v_test"], None) for x in rows if x is not r and not x["alone"]])
+            tied = [x["label"] for x in rows if id(x) in verdict.tied and verdict.top == id(r)]
+            caveat = ""
+            if r["alone"]:
+                caveat = (f"its weight on the other part is ≈ 0, so this is {r['alone']} alone: "
+                          "mixing did not help")
+            elif tied:
+                caveat = f"tied on test with {', '.join(tied)} (inside its 95 % interval)"
             best.append({"family": FAMILY_NAMES[fam], "label": r["label"], "test": r["test"], "ci": r["ci"],
-                         "bpb": r["bpb"], "v_test": r["v_test"]})
+                         "bpb": r["bpb"], "v_test": r["v_test"], "ci_ppl": r["ci_ppl"], "caveat": caveat})
     by = {b["family"]: b for b in best}
     headline = None
     ng, nn = by.get("n-gram"), by.get("neural")
     if ng and nn and ng["v_test"] and nn["v_test"]:
         ratio = nn["v_test"] / ng["v_test"]
         word = "below" if ratio < 1 else "above"
-        headline = (f"{nn['label']} reaches test perplexity {nn['test']} against {ng['test']} for {ng['label']}: "
-                    f"{fmt_fixed(abs(1 - ratio) * 100, 1)} % {word} the best n-gram model (ratio "
-                    f"{fmt_fixed(ratio, 3)}).")
+        lo, hi = ng["ci_ppl"] or (ng["v_test"], ng["v_test"])
+        if lo <= nn["v_test"] <= hi:
+            headline = (f"{nn['label']} reaches test perplexity {nn['test']} against {ng['test']} for {ng['label']}: "
+                        f"inside the n-gram model's 95 % interval ({ng['ci']}), a tie at this test size.")
+        else:
+            headline = (f"{nn['label']} reaches test perplexity {nn['test']} against {ng['test']} for {ng['label']}: "
+                        f"{fmt_fixed(abs(1 - ratio) * 100, 1)} % {word} the best n-gram model (ratio "
+                        f"{fmt_fixed(ratio, 3)}), outside its 95 % interval ({ng['ci']}).")
     wall = results.get("vwall") or []
     vn = None
     if wall:
@@ -160,13 +192,32 @@ def _summary(summary: list, results: dict) -> dict:
     return {"best": best, "headline": headline, "vn": vn}
 
 
-def _mark_best(rows: list) -> None:
-    """Mark each column's lowest value (``row["best"]`` holds the column names), among rows that are a
-    result: not undertrained, and a distribution over the vocabulary."""
-    for col in BEST_COLUMNS:
-        vals = [(r[f"v_{col}"], i) for i, r in enumerate(rows) if r[f"v_{col}"] is not None and not r["undertrained"]]
-        if vals:
-            rows[min(vals)[1]]["best"].add(col)
+# The columns a star may mark: the test scores, which share one bootstrap interval per row (bits per token,
+# byte, character and word are the test perplexity in other units: one ranking).  Valid perplexities
+# have no interval, so no star.
+TEST_COLUMNS = ("test", "bpt", "bpb", "bpc", "bpw")
+
+
+def _mark_best(rows: list) -> str:
+    """Star the lowest test value (``row["best"]`` holds the column names) only where it is a result: every
+    other model's test perplexity lies above its 95 % interval; else the models inside it are a tie, said
+    so and starred none (reports.significance).  Candidates are rows that are a result: not undertrained,
+    and not a mixture that is one of its parts alone.  Returns the sentence that says which."""
+    from ..significance import best_or_tie
+
+    cands = [(i, r["v_test"], r["ci_ppl"]) for i, r in enumerate(rows) if not r["undertrained"] and not r["alone"]]
+    verdict = best_or_tie(cands)
+    if verdict.top is None:
+        return ""
+    top = rows[verdict.top]
+    if verdict.best is not None:
+        top["best"].update(c for c in TEST_COLUMNS if top[f"v_{c}"] is not None)
+        return (f"★ marks the lowest test perplexity, {top['label']} ({top['test']}): every other model (a mixture "
+                "that is one of its parts alone aside) lies above its 95 % interval.")
+    tied = [rows[i] for i in verdict.tied]
+    names = ", ".join(f"{r['label']} ({r['test']})" for r in tied)
+    return (f"No single best on test: {names} {'lies' if len(tied) == 1 else 'lie'} inside the 95 % interval of "
+            f"the lowest, {top['label']} ({top['test']}, {top['ci']}): a tie at this test size, so none is starred.")
 
 
 def _footnotes(rows: list) -> list:
@@ -254,7 +305,7 @@ def _results_table(ctx: dict) -> Table:
 def _settings_table(settings_shown: dict) -> Table:
     rows = [Row([Cell(k.replace("_", " ")), Cell(v, Markup("<code>{}</code>").format(v))])
             for k, v in settings_shown.items()]
-    return Table("settings-table", ["setting", "value"], rows, cls="nosort", layout="head")
+    return Table("settings-table", ["setting", "value"], rows, cls="sortable", layout="head")
 
 
 def _data_v(v):
@@ -278,16 +329,19 @@ def build_context(results: dict) -> dict:
     interp = results.get("interpolation", [])
     flagged = undertrained(results)
     by_id = {r["id"]: r for r in ngram + neural}
-    shown = _best_per_smoother(ngram) + neural + _mixture_labels(interp + infini_rows(results), by_id)
+    mixtures = interp + infini_rows(results)
+    flagged_all = {**flagged, **mixture_flags(mixtures, flagged, by_id)}
+    shown = _best_per_smoother(ngram) + neural + _mixture_labels(mixtures, by_id)
     unit = time_unit(r.get("train_seconds") for r in shown)
-    summary = [_row(r, flagged.get(r["id"]), unit) for r in shown]
-    _mark_best(summary)
+    summary = [_row(r, flagged_all.get(r["id"]), unit) for r in shown]
+    best_note = _mark_best(summary)
     footnotes = _footnotes(summary)
     families = [{"family": f, "name": FAMILY_NAMES[f]} for f in FAMILY_NAMES if any(r["family"] == f for r in summary)]
     problems = [{"id": r["id"], "error": r["error"]} for r in ngram + neural if r.get("error")]
     timing = results.get("timing") or {}
     ctx = {
         "footnotes": footnotes, "families": families, "time_unit": unit, "top": _summary(summary, results),
+        "best_note": best_note,
         "has_floor": truth is not None, "has_bpw": any(r["v_bpw"] is not None for r in summary),
         # Bits per character equal bits per byte on an ASCII text: one column then says both.
         "has_bpc": any(r["v_bpc"] is not None and (r["v_bpb"] is None or abs(r["v_bpc"] - r["v_bpb"]) > 1e-12)
@@ -296,7 +350,7 @@ def build_context(results: dict) -> dict:
         "problems": problems, "undertrained": [{"label": r["label"], "why": flagged[r["id"]]} for r in neural
                                                if r["id"] in flagged], "r": results, "s": s, "corpus": corpus, "truth": truth, "summary": summary,
         "timing": {"total": fmt_seconds(timing.get("total_seconds")), "trained": timing.get("trained", 0),
-                   "cached": timing.get("cached", 0)},
+                   "cached": timing.get("cached", 0), "stages": fmt_stages(timing)},
         "tokenizer": _tokenizer(results)["kind"], "units": token_units(_tokenizer(results)),
         "neural_none": not s.get("neural") and not s.get("checkpoints"),
         "has_neural": bool(neural),
@@ -308,6 +362,25 @@ def build_context(results: dict) -> dict:
     ctx["results_table"] = _results_table(ctx)
     ctx["settings_table"] = _settings_table(ctx["settings_shown"])
     return ctx
+
+
+STAGE_NAMES = {"load": "reading the corpus", "count": "counting", "ngram": "n-gram models", "neural": "neural models",
+               "curves": "learning curves", "per_token": "per-token surprisal", "infini": "∞-gram",
+               "tokenizations": "tokenizations", "pruning": "pruning", "ladder": "ladder",
+               "intervals": "bootstrap intervals", "render": "the report"}
+
+
+def fmt_stages(timing: dict) -> str:
+    """Where the total went, every stage in one unit ("reading the corpus 3.1 s, counting 0.4 s, ...");
+    "" for a results.json written before stages were timed."""
+    stages = timing.get("stages") or {}
+    if not stages:
+        return ""
+    unit = time_unit(stages.values())
+    shown = [(k, v) for k, v in stages.items() if v >= (3.0 if unit == "min" else 0.05)]  # not "0.0 s"
+    rest = len(stages) - len(shown)
+    text = ", ".join(f"{STAGE_NAMES.get(k, k)} {fmt_seconds(v, unit)}" for k, v in shown)
+    return text + (f" and {rest} shorter stage{'s' if rest > 1 else ''}" if rest else "")
 
 
 def _tokenizer(results: dict) -> dict:
@@ -357,10 +430,30 @@ def jinja_env(autoescape: bool) -> jinja2.Environment:
     return env
 
 
-def render(out: Path, results: dict) -> dict:
-    """Write ``plots/*.png``, ``report.md`` and ``report.html`` into ``out``; returns their paths."""
+def count_rendering(results: dict, started: Optional[float], t_render: float) -> None:
+    """Add the report's own time to ``results["timing"]`` (``stages.render``, and the total counted from
+    ``started``, the command's start), so the header's total is every stage's: loading, counting, models,
+    sections, intervals and this rendering (its last few milliseconds, writing the files, excepted)."""
+    import time
+
+    timing = results.get("timing")
+    if started is None or timing is None:
+        return
+    now = time.perf_counter()
+    timing.setdefault("stages", {})["render"] = now - t_render
+    timing["total_seconds"] = now - started
+
+
+def render(out: Path, results: dict, started: Optional[float] = None) -> dict:
+    """Write ``plots/*.png``, ``report.md`` and ``report.html`` into ``out``; returns their paths.
+    ``started``: when the command began (time.perf_counter()), given by a run that has just computed
+    ``results``: its total time then counts the rendering too (``ngramlm report`` leaves it as recorded)."""
+    import time
+
     out = Path(out)
+    t_render = time.perf_counter()
     figures = plots.all_plots(results, sections.plot_functions())
+    count_rendering(results, started, t_render)
     for name, png in figures.items():
         atomic_write_bytes(out / "plots" / f"{name}.png", png)
     ctx = build_context(results)

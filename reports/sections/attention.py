@@ -31,7 +31,12 @@ def _attention(att: Optional[dict]) -> Optional[dict]:
 
 
 def context(results: dict) -> dict:
-    return {"attention": _attention(results.get("attention"))}
+    """The view, and why its model is undertrained when it is (its near-uniform heatmap is then no finding)."""
+    from ..undertrained import undertrained
+
+    att = results.get("attention")
+    return {"attention": _attention(att),
+            "attention_flag": undertrained(results).get(att.get("model")) if att else None}
 
 
 TITLE = 'Transformer attention'

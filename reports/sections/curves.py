@@ -62,7 +62,7 @@ def compute(run) -> None:
 
 def _point(row: dict, fraction: float) -> dict:
     keep = ("id", "label", "train_tokens", "train_seconds", "size", "valid", "test", "error", "note", "cached",
-            "key", "stopped", "epochs", "budget", "budget_seconds", "wall_seconds")
+            "key", "stopped", "epochs", "steps", "budget", "budget_seconds", "wall_seconds")
     return {"fraction": fraction, **{k: row.get(k) for k in keep}}
 
 
@@ -73,7 +73,12 @@ def context(results: dict) -> dict:
         curves.append({"label": series["label"], "family": series.get("family", ""), "cells": [
             ("–" if not p.get("test") else fmt_ppl(p["test"])) + ("" if not p.get("error") else " (n/a)")
             for p in series["points"]]})
-        # A neural series: each point's budget and what it cost, when results.json records them.
+        # A neural series: the steps each point trained (a point that trained fewer than a smaller fraction's
+        # is flagged ⚠: a wall-clock budget on a loaded machine bought fewer), and its budget and cost.
+        if series.get("family") == "neural" and any(p.get("steps") is not None for p in series["points"]):
+            curves.append({"label": "steps trained", "family": "budget", "cells": [
+                "–" if p.get("steps") is None else f"{p['steps']:,}" + (" ⚠" if fewer else "")
+                for p, fewer in zip(series["points"], plots.fewer_steps(series["points"]))]})
         if series.get("family") == "neural" and any(
                 k in p for p in series["points"] for k in ("budget", "wall_seconds")):
             curves.append({"label": "budget / actual", "family": "budget",
@@ -82,12 +87,46 @@ def context(results: dict) -> dict:
     if lc.get("series"):
         curve_tokens = [f"{p['train_tokens']:,}" for p in lc["series"][0]["points"]]
     fractions = [f"{100 * f:g}%" for f in lc.get("fractions", [])]
-    table = Table("curve-table", ["model"] + fractions,
-                  [Row([Cell("training tokens", cls="note")] + [Cell(t, cls="num note") for t in curve_tokens])] +
-                  [Row([Cell(c["label"])] + [Cell(x, cls="num") for x in c["cells"]], cls=c["family"]) for c in curves],
-                  cls="nosort")
+    # One row per training-set size, one column per series (and per neural series its steps and budget):
+    # a table that sorts by any column, each point's steps beside its perplexity.
+    raw = [{"fraction": p["fraction"], "tokens": p.get("train_tokens")} for p in
+           (lc["series"][0]["points"] if lc.get("series") else [])]
+    header = [Cell("training set"), Cell("training tokens")] + [
+        Cell(c["label"] if c["family"] != "budget" else f"{prev}: {c['label']}")
+        for c, prev in zip(curves, _owners(curves))]
+    table = Table("curve-table", header, [Row(
+        [Cell(fractions[i], value=raw[i]["fraction"], cls="num"),
+         Cell(curve_tokens[i] if i < len(curve_tokens) else "–", value=raw[i]["tokens"] or "", cls="num")]
+        + [Cell(c["cells"][i], cls="num" if c["family"] != "budget" or c["label"] == "steps trained" else "num budget")
+           for c in curves]) for i in range(len(raw))], cls="sortable")
     return {"curves": curves, "curve_fractions": fractions, "curve_tokens": curve_tokens,
-            "curve_notes": full_point_notes(results), "curve_table": table}
+            "curve_notes": full_point_notes(results) + fewer_steps_notes(results), "curve_table": table}
+
+
+def _owners(curves: list) -> list:
+    """The series label each row of ``curves`` belongs to (a steps or budget row: the neural series above it)."""
+    out, last = [], ""
+    for c in curves:
+        if c["family"] != "budget":
+            last = c["label"].split(" (")[0]
+        out.append(last)
+    return out
+
+
+def fewer_steps_notes(results: dict) -> list:
+    """A sentence per neural point that trained fewer steps than a point on a smaller fraction: its
+    perplexity is a shorter training's, not what the larger training set is worth."""
+    notes = []
+    for series in (results.get("learning_curves") or {}).get("series", []):
+        pts = series["points"]
+        for i, (p, fewer) in enumerate(zip(pts, plots.fewer_steps(pts))):
+            if fewer:
+                most = max((q for q in pts[:i] if q.get("steps") is not None), key=lambda q: q["steps"])
+                notes.append(f"⚠ The {series['label'].split(' (')[0]} point at {100 * p['fraction']:g} % trained "
+                             f"{p['steps']:,} steps, fewer than the {100 * most['fraction']:g} % point's "
+                             f"{most['steps']:,}: its wall-clock budget bought fewer steps (a loaded machine, or a "
+                             "slower evaluation), so it understates what that much training text is worth.")
+    return notes
 
 
 def full_point_notes(results: dict) -> list:

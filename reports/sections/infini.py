@@ -34,15 +34,32 @@ def context(results: dict) -> dict:
     sec = results.get("infini")
     if not sec:
         return {"infini": None}
+    from ..formatting import NEGLIGIBLE_WEIGHT, row_label
+    from ..undertrained import undertrained
+
     total = max(1, sum(sec["effective_n_hist"]))
     out = _context(sec, total)
+    flagged = undertrained(results)
+    for r, raw in zip(out["rows"], sec["rows"]):
+        partner = (raw.get("components") or [None, None])[-1]
+        r["alone"] = (row_label(results, partner) if partner and max(raw["lambdas"].values()) <= NEGLIGIBLE_WEIGHT
+                      else None)
+        r["flag"] = f"includes an undertrained model ({flagged[partner]})" if partner in flagged else None
 
     def mixed(a, b):
         return Cell(f"{a} / {b}", Markup("{} / <b>{}</b>").format(a, b), cls="num")
 
+    def plain(a, b):
+        return Cell(f"{a} / {b}", cls="num")
+
     out["table"] = Table("infini-table", INFINI_HEADER, [Row([
-        Cell(r["label"]), Cell(f"{r['lam_s']} / {r['lam_d']}", cls="num"), mixed(r["partner_valid"], r["valid"]),
-        mixed(r["partner_test"], r["test"])]) for r in out["rows"]])
+        Cell(r["label"] + (f" (≈ {r['alone']} alone)" if r["alone"] else "") + (f" ⚠ {r['flag']}" if r["flag"] else "")),
+        Cell(f"{r['lam_s']} / {r['lam_d']}", cls="num"),
+        (plain if r["alone"] else mixed)(r["partner_valid"], r["valid"]),
+        (plain if r["alone"] else mixed)(r["partner_test"], r["test"])],
+        attrs={"data-undertrained": "1"} if r["flag"] else {}) for r in out["rows"]], cls="sortable")
+    # Which mixtures are their partner alone (both weights ≈ 0), said under the table.
+    out["alone"] = [r for r in out["rows"] if r["alone"]]
     out["by_n_table"] = Table("infini-by-n", BY_N_HEADER, [Row(
         [Cell(r["n"]), Cell(r["label"])]
         + [Cell(r[k], cls="num") for k in ("tokens", "share", "partner", "mixture", "gain")]) for r in out["by_n"]])

@@ -6,7 +6,7 @@ from markupsafe import Markup
 
 from .. import plots
 from ..experiments import analysis
-from ..formatting import fmt_fixed, fmt_ppl
+from ..formatting import NEGLIGIBLE_WEIGHT, fmt_fixed, fmt_ppl, row_label
 from ..html_tables import Cell, Row, Table
 from .base import Section, fragment
 
@@ -43,18 +43,38 @@ INTERP_HEADER = ["n-gram", "neural", "λ (tuned on valid)", "valid ppl: n-gram /
 def context(results: dict) -> dict:
     rows = _rows(results)
 
-    def mixed(a, b, c):
+    def mixed(a, b, c, alone):
+        if alone:  # the mixture is one of its parts: nothing to bold
+            return Cell(f"{a} / {b} / {c}", cls="num")
         return Cell(f"{a} / {b} / {c}", Markup("{} / {} / <b>{}</b>").format(a, b, c), cls="num")
 
     table = Table("interp-table", INTERP_HEADER, [Row([
-        Cell(i["ng"]), Cell(i["nn"]), Cell(i["lam"], cls="num"), mixed(i["ng_valid"], i["nn_valid"], i["valid"]),
-        mixed(i["ng_test"], i["nn_test"], i["test"])]) for i in rows])
+        Cell(i["ng"]), Cell(i["nn"] + (f" ⚠ {i['flag']}" if i["flag"] else ""),
+                            Markup('{} <span class="note">⚠ {}</span>').format(i["nn"], i["flag"]) if i["flag"] else None),
+        Cell(i["lam"] + (f" (= {i['alone']} alone)" if i["alone"] else ""), cls="num"),
+        mixed(i["ng_valid"], i["nn_valid"], i["valid"], i["alone"]),
+        mixed(i["ng_test"], i["nn_test"], i["test"], i["alone"])],
+        attrs={"data-undertrained": "1"} if i["flag"] else {}) for i in rows], cls="sortable")
     return {"interp": rows, "interp_table": table}
 
 
+def _alone(results: dict, r: dict):
+    """The part a mixture reduces to when the other's weight is negligible (λ ≈ 0 or ≈ 1), else None."""
+    if r["lambda"] <= NEGLIGIBLE_WEIGHT:
+        return row_label(results, r["components"][1])
+    if r["lambda"] >= 1 - NEGLIGIBLE_WEIGHT:
+        return row_label(results, r["components"][0])
+    return None
+
+
 def _rows(results: dict) -> list:
+    from ..undertrained import undertrained
+
+    flagged = undertrained(results)
     return [{
-        "label": r["label"], "lam": fmt_fixed(r["lambda"], 3), "ng": r["components"][0], "nn": r["components"][1],
+        "label": r["label"], "lam": fmt_fixed(r["lambda"], 3), "alone": _alone(results, r),
+        "flag": flagged.get(r["components"][1]) and f"undertrained: {flagged[r['components'][1]]}",
+        "ng": row_label(results, r["components"][0]), "nn": row_label(results, r["components"][1]),
         "valid": fmt_ppl(r["valid"]), "test": fmt_ppl(r["test"]),
         "ng_valid": _component(results, r["components"][0], "valid"),
         "nn_valid": _component(results, r["components"][1], "valid"),

@@ -77,7 +77,17 @@ def _passage(p: Optional[dict]) -> Optional[dict]:
 
 
 def context(results: dict) -> dict:
-    return {"passage": _passage(results.get("passage"))}
+    """The passage; a mixture row whose weight on one part is ≈ 0 is named as that part alone."""
+    from ..formatting import NEGLIGIBLE_WEIGHT, row_label
+
+    passage = _passage(results.get("passage"))
+    mixes = {r["id"]: r for r in results.get("interpolation") or []}
+    for t in (passage or {}).get("totals", []):
+        m = mixes.get(t["id"])
+        if m is not None and min(m["lambda"], 1 - m["lambda"]) <= NEGLIGIBLE_WEIGHT:
+            part = m["components"][1] if m["lambda"] <= NEGLIGIBLE_WEIGHT else m["components"][0]
+            t["label"] += f" (λ ≈ {round(m['lambda']):d}: {row_label(results, part)} alone)"
+    return {"passage": passage}
 
 
 TITLE = 'Per-token surprisal on a test passage'

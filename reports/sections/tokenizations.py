@@ -16,7 +16,7 @@ from markupsafe import Markup
 
 from .. import plots
 from ..experiments import bootstrap
-from ..experiments.analysis import undertrained_reason
+from ..undertrained import undertrained_reason
 from ..formatting import describe_budget, fmt_fixed, fmt_share
 from ..html_tables import Cell, Row, Table, bold
 from .base import Section, fragment
@@ -136,9 +136,15 @@ def context(results: dict) -> dict:
     sec = results.get("tokenizations")
     if not sec:
         return {"tokenizations": None}
+    from ..significance import best_or_tie
+
     rows = sec["rows"]
     n_max = max((len(r["orders"]) for r in rows), default=0)
-    best = min((r["best_test_bits_per_byte"] for r in rows if r["best_test_bits_per_byte"] is not None), default=None)
+    # The best tokenization for the n-gram model only where the others lie outside its 95 % interval.
+    verdict = best_or_tie([(r["tokenizer"], r["best_test_bits_per_byte"], ((r.get("best_ci") or {}).get("bits_per_byte")))
+                           for r in rows])
+    best_tok = verdict.best
+    capped = capped_orders(rows)
     table = []
     for r in sorted(rows, key=lambda r: (r["best_test_bits_per_byte"] is None, r["best_test_bits_per_byte"] or 0)):
         cells = []
@@ -153,7 +159,8 @@ def context(results: dict) -> dict:
             "unk": fmt_share(r.get("test_unk", 0) / r["test_tokens"]) if r["test_tokens"] else "–",
             "cells": cells, "best_order": r["best_order"] or "–",
             "best": "–" if r["best_test_bits_per_byte"] is None else fmt_fixed(r["best_test_bits_per_byte"], 4),
-            "is_best": best is not None and r["best_test_bits_per_byte"] == best,
+            "is_best": best_tok is not None and r["tokenizer"] == best_tok,
+            "capped": r["tokenizer"] in capped,
         })
     walls = [{"tokenizer": r["describe"], "cells": [
         f"{fmt_share(p['test_unseen_share'])} of 10^{fmt_fixed(p['possible_log10'], 1)}" for p in r["orders"]]}
@@ -161,16 +168,25 @@ def context(results: dict) -> dict:
     ranking = []
     for r in rows:
         if r["best_test_bits_per_byte"] is not None:
-            ranking.append({"tokenizer": r["describe"], "model": f"{sec['smoother'].upper()} {r['best_order']}-gram",
+            bound = " (largest order tried, still improving: a bound)" if r["tokenizer"] in capped else ""
+            ranking.append({"tokenizer": r["describe"], "name": f"{sec['smoother'].upper()} {r['best_order']}-gram",
+                            "model": f"{sec['smoother'].upper()} {r['best_order']}-gram{bound}",
                             "family": "ngram", "bpb": r["best_test_bits_per_byte"], "ci": r.get("best_ci"),
                             "ppl": next((p["test_ppl"] for p in r["orders"] if p["order"] == r["best_order"]), None),
                             "flag": None})
         for nr in r.get("neural") or []:
-            ranking.append({"tokenizer": r["describe"], "model": nr["label"], "family": "neural",
+            ranking.append({"tokenizer": r["describe"], "model": nr["label"], "name": nr["label"], "family": "neural",
                             "bpb": nr["test_bits_per_byte"], "ci": nr.get("ci"), "ppl": nr["test_ppl"],
                             "flag": nr.get("undertrained") or nr.get("error")})
     ranking.sort(key=lambda x: (x["bpb"] is None, bool(x["flag"]), x["bpb"] or 0))
-    top = next((x["bpb"] for x in ranking if x["bpb"] is not None and not x["flag"]), None)
+    rank_verdict = best_or_tie([(i, x["bpb"], (x["ci"] or {}).get("bits_per_byte")) for i, x in enumerate(ranking)
+                                if not x["flag"]])
+    top = ranking[rank_verdict.best]["bpb"] if rank_verdict.best is not None else None
+    ranking_note = ""
+    if rank_verdict.top is not None and rank_verdict.best is None:
+        t = ranking[rank_verdict.top]
+        ranking_note = (f"No single best: {', '.join(ranking[i]['name'] + ' on ' + ranking[i]['tokenizer'] for i in rank_verdict.tied)} "
+                        f"lies inside the 95 % interval of {t['name']} on {t['tokenizer']}: a tie, so none is starred.")
     for i, x in enumerate(ranking, start=1):
         ci = (x["ci"] or {}).get("bits_per_byte")
         x.update(rank=i, v_bpb=x["bpb"], bpb_text="–" if x["bpb"] is None else fmt_fixed(x["bpb"], 4),
@@ -181,9 +197,33 @@ def context(results: dict) -> dict:
                                                  for n, grams in (r.get("zipf") or {}).get("top", {}).items()}}
             for r in rows if r.get("zipf")]
     orders = list(range(1, n_max + 1))
+    capped_notes = [f"{r['describe']}: its best order on valid, n = {r['best_order']}, is the largest tried, and test bits "
+                    f"per byte were still falling ({' → '.join(fmt_fixed(p['test_bits_per_byte'], 3) for p in r['orders'][-3:] if p['test_bits_per_byte'] is not None)} "
+                    f"over the last orders): its rank is a bound, not its place (a larger --max-order may move it up)"
+                    for r in rows if r["tokenizer"] in capped]
     return {"tokenizations": {"smoother": sec["smoother"], "orders": orders, "table": table,
+                              "capped_notes": capped_notes, "ranking_note": ranking_note,
                               "walls": walls, "bytes": f"{rows[0]['test_bytes']:,}" if rows else "–",
                               "ranking": ranking, "tops": tops, **_tables(orders, table, walls, ranking, tops)}}
+
+
+def capped_orders(rows: list) -> set:
+    """The tokenizations whose best order (on valid) is the largest order tried: still improving there, so
+    their bits per byte, and their rank, are a bound on what the counts would reach with a larger n."""
+    out = set()
+    for r in rows:
+        valid = {p["order"]: p.get("valid_bits_per_byte") for p in r["orders"]}
+        top = max(valid, default=None)
+        if r.get("best_order") is None or r["best_order"] != top or valid.get(top - 1) is None:
+            continue
+        # still improving: the last order gained more than STILL_IMPROVING of the one before (a level curve
+        # whose last step wins by 0.1 % is not cut short)
+        if (valid[top - 1] - valid[top]) / valid[top - 1] > STILL_IMPROVING:
+            out.add(r["tokenizer"])
+    return out
+
+
+STILL_IMPROVING = 0.005
 
 
 RANKING_HEADER = ["rank", "tokenization", "model", "test bits/byte", "95 % CI", "test ppl per token"]
