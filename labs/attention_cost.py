@@ -92,6 +92,22 @@ def slope(ns, ys) -> float:
 
 def _figures(plt, ns, rows, paths, n_path) -> tuple:
     """The two figures as PNG bytes: time and memory against n (log-log), and the measured path lengths."""
+    scaling, path = figure_objects(plt, ns, rows, paths, n_path)
+    return png_of(scaling), png_of(path)
+
+
+def _lengths_axis(ax, ns) -> None:
+    """The measured lengths as the x ticks, and no minor labels: a log axis labels 2x10^2, 3x10^2 ... by
+    itself, and they ran into each other."""
+    from matplotlib.ticker import NullFormatter
+
+    ax.set_xticks(list(ns))
+    ax.set_xticklabels([f"{n:,}" for n in ns])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def figure_objects(plt, ns, rows, paths, n_path) -> tuple:
+    """The two matplotlib figures (the tests measure their tick labels)."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for key, col, label in (("attention_s", COLOURS["self-attention"], "self-attention"),
                             ("rnn_s", COLOURS["RNN (GRU)"], "RNN (GRU)"),
@@ -100,25 +116,25 @@ def _figures(plt, ns, rows, paths, n_path) -> tuple:
     nsa = np.array(ns, dtype=float)
     ref = rows[-1]["attention_s"] * (nsa / nsa[-1]) ** 2
     axes[0].loglog(ns, ref, "k:", lw=0.8, label="∝ n²")
+    _lengths_axis(axes[0], ns)
     axes[0].set_xlabel("sequence length n")
     axes[0].set_ylabel("seconds per forward (best of repeats)")
     axes[0].legend(fontsize=8)
     axes[1].loglog(ns, [r["attention_weight_bytes"] for r in rows], "o-", color=COLOURS["self-attention"],
                    label="attention weights (B·n² floats)")
     axes[1].loglog(ns, [r["activation_bytes"] for r in rows], "s-", color="#0072B2", label="the input itself (B·n·d)")
+    _lengths_axis(axes[1], ns)
     axes[1].set_xlabel("sequence length n")
     axes[1].set_ylabel("bytes")
     axes[1].legend(fontsize=8)
-    scaling = png_of(fig)
+    scaling = fig
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     names = ["CNN, kernel 3", "RNN", "self-attention"]
     vals = [paths["conv"], paths["rnn"], paths["attention"]]
     ax.bar(names, vals, color=[COLOURS["CNN (kernel 3)"], COLOURS["RNN (GRU)"], COLOURS["self-attention"]])
     ax.set_ylabel(f"layers / steps from input 1 to output {n_path}")
-    path_png = png_of(fig)
-
-    return scaling, path_png
+    return scaling, fig
 
 
 def run(*, seed: int = 0, quick: bool = False, d: int = 64, batch: int = 4) -> LabResult:
