@@ -11,6 +11,7 @@ import contextlib
 import errno
 import gzip
 import os
+import sys
 import re
 import zlib
 from pathlib import Path
@@ -216,10 +217,13 @@ def check_writable(path: os.PathLike | str, *, what: str = "output file", create
         return p  # a device or pipe: written in place (see atomic_writer)
     probe_dir = p.parent
     if create_parents:
+        missing = not p.parent.exists()
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise output_error(exc, p, "cannot create the folder") from None
+        if missing:  # said, not silent: a mistyped folder shows up now, not as a model gone missing later
+            print(f"note: created the folder {p.parent} for the {what}", file=sys.stderr)
     else:  # leave nothing behind: probe the nearest folder that exists
         while not probe_dir.exists() and probe_dir != probe_dir.parent:
             probe_dir = probe_dir.parent

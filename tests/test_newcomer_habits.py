@@ -190,3 +190,27 @@ def test_mix_best_mix_says_what_it_is_doing(run_cli, tmp_path, toy_arpa):
     assert code == 0, err
     for step in ("reading", "scoring toy:valid", "EM on the weights", "mixing every n-gram", "writing"):
         assert step in err, step
+
+
+def test_an_output_in_a_missing_folder_says_it_created_the_folder(run_cli, tmp_path):
+    """`-o dir/x` made the folder silently: a mistyped folder then looked like a model gone missing."""
+    out = tmp_path / "new" / "sub" / "toy2.arpa"
+    code, _, err = run_cli("train", "toy", "--order", "2", "-o", out)
+    assert code == 0, err
+    assert out.exists()
+    assert f"note: created the folder {out.parent} for the model file" in err
+    code, _, err = run_cli("train", "toy", "--order", "2", "-o", out)  # the folder exists now: nothing said
+    assert code == 0 and "created the folder" not in err
+
+
+def test_a_missing_temp_folder_is_said_when_it_is_created(tmp_path):
+    from ngramlm.builder.streaming import TempFolder
+
+    import contextlib
+    import io
+
+    parent = tmp_path / "scratch" / "tmp"
+    buf = io.StringIO()
+    with contextlib.redirect_stderr(buf), TempFolder(parent) as t:
+        assert t.path.parent == parent
+    assert f"note: created the temp folder {parent}" in buf.getvalue()

@@ -26,6 +26,7 @@ folder ``ngramlm-build-PID-*`` under ``--temp-dir`` and are removed on success, 
 from __future__ import annotations
 
 import os
+import sys
 import re
 import shutil
 import tempfile
@@ -91,6 +92,8 @@ class TempFolder:
     def __enter__(self) -> "TempFolder":
         sweep_stale_builds(self.parent)
         try:
+            if not self.parent.exists():
+                print(f"note: created the temp folder {self.parent}", file=sys.stderr)
             self.parent.mkdir(parents=True, exist_ok=True)
             self.path = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=self.parent))
         except OSError as exc:
