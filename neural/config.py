@@ -18,6 +18,7 @@ from corpora.errors import InputError
 CELLS = ("rnn_tanh", "rnn_relu", "lstm", "gru")
 IMPLS = ("fused", "scratch")
 MODEL_NAMES = CELLS + ("transformer",)
+POSITIONALS = ("sinusoidal", "learned", "relative")  # the Transformer LM's (the translator has the first two)
 
 
 def check_positive(name: str, value: object, option: str) -> None:
@@ -42,9 +43,10 @@ def _check_recurrent(cfg) -> None:
     check_probability("dropout", cfg.dropout, "--dropout")
 
 
-def check_transformer(cfg, length: str, length_option: str) -> None:
+def check_transformer(cfg, length: str, length_option: str, positionals: tuple = ("sinusoidal", "learned")) -> None:
     """The fields the Transformer configs share (the LM's and the translator's): sizes, the longest input
-    (the field ``length``, set by ``length_option``), dropout, heads dividing the width, positions, attention."""
+    (the field ``length``, set by ``length_option``), dropout, heads dividing the width, positions (one of
+    ``positionals``), attention."""
     check_positive("d_model", cfg.d_model, "--d-model")
     check_positive("n_layers", cfg.n_layers, "--layers")
     check_positive("n_heads", cfg.n_heads, "--heads")
@@ -57,8 +59,9 @@ def check_transformer(cfg, length: str, length_option: str) -> None:
             "each head gets d_model / n_heads dims",
             fix=f"choose heads among the divisors of {cfg.d_model}, e.g. {_divisor_hint(cfg.d_model)}",
         )
-    if cfg.positional not in ("sinusoidal", "learned"):
-        raise InputError(f"unknown positional encoding {cfg.positional!r}", fix="use sinusoidal or learned")
+    if cfg.positional not in positionals:
+        raise InputError(f"unknown positional encoding {cfg.positional!r}",
+                         fix=f"use {', '.join(positionals[:-1])} or {positionals[-1]}")
     if cfg.attention not in ("sdpa", "scratch"):
         raise InputError(f"unknown attention implementation {cfg.attention!r}", fix="use sdpa or scratch")
 
@@ -145,13 +148,41 @@ class TransformerConfig(ConfigBase):
     d_ff: int = 1024  # hidden width of the feed-forward block
     block_size: int = 128  # longest context the model attends over (positions 0 .. block_size-1)
     dropout: float = 0.3
-    positional: str = "learned"  # learned | sinusoidal
+    positional: str = "learned"  # learned | sinusoidal | relative (a learned bias per head and distance bucket, T5's)
     attention: str = "sdpa"  # sdpa: torch's scaled_dot_product_attention; scratch: explicit masked softmax
     tie_weights: bool = True
+    # positional="relative" only (neural.transformer.relative_bucket): distances below rel_buckets // 2 get a
+    # bucket each, the rest log-spaced buckets, the last holding all from about rel_max_distance on -- T5's
+    # values with the default window (32 / 128).  None: the block size (at least rel_buckets), so that the last
+    # bucket is trained and holds every longer distance of a wider window; fixed when the model is built.
+    rel_buckets: int = 32
+    rel_max_distance: Optional[int] = None
 
     def validate(self) -> None:
         check_positive("vocab_size", self.vocab_size, "a vocabulary with")
-        check_transformer(self, "block_size", "--block-size")
+        check_transformer(self, "block_size", "--block-size", positionals=POSITIONALS)
+        if self.positional == "relative":
+            given = [("rel_buckets", self.rel_buckets, TransformerConfig.rel_buckets)]
+            if self.rel_max_distance is not None:
+                given.append(("rel_max_distance", self.rel_max_distance, "None, the block size"))
+            for name, value, default in given:
+                if not isinstance(value, int) or isinstance(value, bool) or value < 2:
+                    raise InputError(f"{name} must be an integer of 2 or more, got {value!r}",
+                                     fix=f"set {name} (a TransformerConfig field) to 2 or more (default: {default})")
+            if self.rel_max_distance is not None and self.rel_max_distance < self.rel_buckets:
+                raise InputError(
+                    f"rel_max_distance {self.rel_max_distance} is below rel_buckets {self.rel_buckets}: the "
+                    "log-spaced buckets would cover fewer distances than there are buckets",
+                    fix=f"set rel_max_distance to {self.rel_buckets} or more (or None: the block size), "
+                        "or fewer rel_buckets")
+
+    def to_dict(self) -> dict:
+        # The relative-position fields are stored only where they are used: the config of a learned or
+        # sinusoidal model (its checkpoint, a report's cache key) is the dict it was before they existed.
+        d = super().to_dict()
+        if self.positional != "relative":
+            del d["rel_buckets"], d["rel_max_distance"]
+        return d
 
 
 @dataclass

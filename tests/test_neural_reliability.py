@@ -30,7 +30,7 @@ def test_the_default_preset_is_what_the_dataclasses_and_the_cli_say(run_cli):
     assert lstm == {"emb_size": 300, "hidden_size": 300, "dropout": 0.35}  # what docs/ladder.md measured
     assert f"Dropout [default: 0.35 LSTM, {rnn.dropout} other RNNs, {tf.dropout} Transformer]" in flat
     assert f"RNN state width [default: 300 LSTM, {rnn.hidden_size} other RNNs]" in flat
-    assert "--positional [sinusoidal|learned]" in flat and "[default: learned]" in flat
+    assert "--positional [sinusoidal|learned|relative]" in flat and "[default: learned]" in flat
 
 
 def test_compare_builds_its_models_from_the_same_presets():

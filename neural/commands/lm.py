@@ -125,7 +125,9 @@ def _both(field: str, fmt=str) -> str:
               help="Transformer attention heads (divide --d-model).")
 @click.option("--d-ff", type=int, default=None, help="Transformer feed-forward width [default: 4 x --d-model].")
 @click.option("--block-size", type=int, default=_TF.block_size, show_default=True, help="Transformer context window.")
-@click.option("--positional", type=click.Choice(["sinusoidal", "learned"]), default=_TF.positional, show_default=True)
+@click.option("--positional", type=click.Choice(["sinusoidal", "learned", "relative"]), default=_TF.positional,
+              show_default=True, help="Transformer positions: added to the embeddings (sinusoidal, learned), or a "
+                                      "learned bias per head and distance in the attention scores (relative, T5's).")
 @click.option("--epochs", type=click.IntRange(min=1), default=None, help="Maximum epochs " + _both("epochs") + ".")
 @click.option("--time-budget", type=float, default=None,
               help="Wall-clock minutes for the whole command: loading, training, validation and the test pass.")
