@@ -31,6 +31,10 @@ LOG2_E = 1.0 / math.log(2.0)
 LABELS = {name: arch.label for name, arch in ARCHITECTURES.items()}
 
 
+# Seconds between the lines `compare` prints while a neural model trains (without --verbose).
+HEARTBEAT_SECONDS = 30.0
+
+
 def kind_of(name: str) -> str:
     return architecture(name).family
 
@@ -93,8 +97,18 @@ def neural_row(name: str, settings: dict, data, checkpoint: Path, train: Optiona
     def quiet(msg: str) -> None:
         if log is not None:
             log(msg)
-        elif warn is not None and msg.startswith(("note:", "error:", "bf16")):
+        elif warn is not None and msg.startswith(("note:", "error:", "bf16", "epoch")):  # epoch: a validation
             warn(f"  [{row['id']}] {msg}")
+
+    beat = {"last": time.perf_counter()}
+
+    def heartbeat(tr, k: int) -> None:
+        """A line every HEARTBEAT_SECONDS while a model trains, so a budget of minutes is not silence."""
+        now = time.perf_counter()
+        if log is None and warn is not None and now - beat["last"] >= HEARTBEAT_SECONDS:
+            beat["last"] = now
+            budget_s = "" if tcfg.time_budget is None else f" of {60 * tcfg.time_budget:.0f}"
+            warn(f"  [{row['id']}] training: step {tr.step:,}, {tr.tokens:,} tokens, {tr.elapsed():.0f}{budget_s} s")
 
     budget = settings.get("budget") or {}
     row["budget"] = budget
@@ -111,12 +125,13 @@ def neural_row(name: str, settings: dict, data, checkpoint: Path, train: Optiona
             if tcfg.time_budget is not None:
                 overrides["time_budget"] = max(0.05, tcfg.time_budget - done / 60.0)
             trainer = Trainer.resume(checkpoint, train.ids, data["valid"].ids, vocab=data.vocab, overrides=overrides,
-                                     progress=False, log=quiet, data_info=data_info, clock_start=t0, **budget_kw)
+                                     progress=False, log=quiet, data_info=data_info, clock_start=t0,
+                                     on_batch_end=heartbeat, **budget_kw)
             row["note"] = f"continued an interrupted run ({done:.0f} s done before)"
         else:
             model = build_model(kind, settings["model_config"], seed=tcfg.seed)
             trainer = Trainer(model, data.vocab, train.ids, data["valid"].ids, tcfg, out=checkpoint, progress=False,
-                              log=quiet, data_info=data_info, clock_start=t0, **budget_kw)
+                              log=quiet, data_info=data_info, clock_start=t0, on_batch_end=heartbeat, **budget_kw)
             done = 0.0
         from neural.training.contention import thread_rule
 
