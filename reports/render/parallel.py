@@ -102,7 +102,8 @@ def build_context(results: dict) -> dict:
     return {
         "corpus": c, "status": results.get("status"), "created": results.get("created"),
         "settings": results["settings"], "rows": main, "all_ngram": [_row(r) for r in ngram],
-        "bleu_models": models, "bleu_grid": grid, "best_note": best_note, "signature": bleu[0]["signature"] if bleu else None,
+        "bleu_models": models, "model_labels": {r["id"]: r["label"] for r in results["rows"] if r.get("label")},
+        "bleu_grid": grid, "best_note": best_note, "signature": bleu[0]["signature"] if bleu else None,
         # a fusion with the best n-gram names no model file: "model" absent, read as none by the templates
         "fusion": {"model": None, **results["fusion"]} if results.get("fusion") else None,
         "examples": results.get("examples") or [],
@@ -178,7 +179,9 @@ def _tables(ctx: dict) -> dict:
         Cell(r["seconds"], value="" if r["v_seconds"] is None else r["v_seconds"], cls="num")])
         for r in ctx["rows"]], layout="compact")
     models = ctx["bleu_models"]
-    bleu = Table("bleu-table", ["decoder", "α"] + [Cell(f"{m} 95 % CI", escape(m) + ci_head) for m in models], [Row(
+    label = lambda m: ctx["model_labels"].get(m, m)  # noqa: E731 -- the translators' display labels, not ids
+    bleu = Table("bleu-table", ["decoder", "α"] + [Cell(f"{label(m)} 95 % CI", escape(label(m)) + ci_head)
+                                                    for m in models], [Row(
         [Cell(g["decoder"]), Cell(g["alpha"], cls="num")] +
         [with_ci(c + (" ★" if g["best"][i] else ""), g["ci"][i], value="" if g["v"][i] is None else g["v"][i],
                  cls="num best" if g["best"][i] else "num") for i, c in enumerate(g["cells"])])
@@ -189,7 +192,7 @@ def _tables(ctx: dict) -> dict:
         greedy, beam = (t["greedy"], t["beam"]) if t is not None else ("-", "")
         return Cell(f"{greedy} {beam}", Markup("{}<br>{}").format(greedy, beam))
 
-    examples = Table("examples-table", ["source", "reference"] + [f"{m} (greedy / beam)" for m in models], [Row(
+    examples = Table("examples-table", ["source", "reference"] + [f"{label(m)} (greedy / beam)" for m in models], [Row(
         [Cell(e["source"]), Cell(e["reference"])] + [translation(e, m) for m in models]) for e in ctx["examples"]],
         layout="inline")
     settings = Table("settings-table", ["setting", "value"], [Row([Cell(k), Cell(v, Markup("<code>{}</code>").format(v))])
