@@ -237,6 +237,40 @@ def test_the_client_never_holds_the_ngrams(toy_text, tmp_path, cluster, monkeypa
     assert totals[0] < sizes[0] * 24 / 20  # a twentieth of the model's keys, probabilities, back-offs
 
 
+def test_all_to_all_pieces_go_as_one_graph_and_land_where_they_belong(cluster, monkeypatch):
+    from ngramlm.builder.cluster_estimate import _all_to_all, _answer
+
+    sources = [cluster.scatter([np.arange(3) + 10 * s + t for t in range(3)]) for s in range(4)]  # 4 sources, 3 targets
+    calls = []
+    real_map = type(cluster).map
+    monkeypatch.setattr(type(cluster), "map", lambda self, *a, **k: calls.append(a[0]) or real_map(self, *a, **k))
+    out = _all_to_all(cluster, _answer, [(f,) for f in sources], 3)
+    assert calls == [_answer]  # one graph for the 12 pieces, not 12 submits
+    got = cluster.gather(out)
+    assert [[int(x[0]) for x in row] for row in got] == [[10 * s + t for s in range(4)] for t in range(3)]
+
+
+def test_the_client_holds_futures_in_proportion_to_the_parts_not_their_square(toy_text, tmp_path, cluster):
+    """With P parts a suffix round is P^2 pieces; the client holds a few futures a part and an order while
+    the model is built (the pieces only while their consumers are submitted): its memory stays flat in P."""
+    import re
+
+    path, _ = toy_text
+    held, parts = [], []
+
+    def progress(message, stage=None, depth=0):
+        held.append(len(cluster.futures))
+        parts.extend(int(m) for m in re.findall(r"cut into (\d+) parts", message))
+
+    order = 5
+    _build(path, tmp_path / "dask.arpa", order=order, dask=cluster, parts=24, progress=progress)
+    P = parts[0]
+    assert P >= 20 and len(held) > 8
+    # measured: at most 13 P (the parts, and per order their suffixes, answers, adjusted counts and
+    # probabilities); the P^2 pieces of one suffix round alone would be 400 or more
+    assert max(held) <= 3 * order * P < P * P, (held, P)
+
+
 def test_a_worker_killed_mid_estimation_still_gives_the_same_model(toy_text, tmp_path, cluster):
     from ngramlm.builder import cluster_estimate
 
