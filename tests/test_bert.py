@@ -175,6 +175,41 @@ def test_embeddings(toy):
     assert np.allclose(e["tokens"][:len(sents[0])], first, atol=1e-6)
 
 
+def test_scoring_loops_report_every_word_once_to_their_batch_hook(toy):
+    _, vocab, splits = toy
+    m = build_bert(len(vocab), "tiny", seed=0, max_len=8)
+    sents = splits["valid"][:9] + [np.arange(4, 20), np.array([], dtype=np.int64)]
+    seen = []
+    pseudo_log_likelihoods(m, sents, max_rows=7, on_batch=seen.append)
+    assert len(seen) > 2 and sum(seen) == sum(map(len, sents))  # several batches, every word once
+    seen.clear()
+    sentence_embeddings(m, sents, batch_size=3, on_batch=seen.append)
+    assert len(seen) > 2 and sum(seen) == sum(map(len, sents))
+
+
+def test_pppl_and_embed_follow_the_thread_rule(tmp_path, toy, monkeypatch):
+    """bert pppl / embed with more than one thread re-measure the shared cores after each batch, as
+    neural ppl does (one torch thread while other processes use the cores)."""
+    from neural.training import contention
+    from neural.training.bert import save_bert
+
+    _, vocab, _ = toy
+    ckpt = tmp_path / "b.pt"
+    save_bert(ckpt, build_bert(len(vocab), "tiny", seed=0), vocab)
+    ticks = []
+    real_tick = contention.ThreadRule.tick
+    monkeypatch.setattr(contention.ThreadRule, "tick", lambda self: ticks.append(self.configured) or real_tick(self))
+    r = run("pppl", ckpt, "toy", "--max-sentences", 150, "--threads", 2, "--json")  # > 512 words: batches
+    assert r.exit_code == 0, r.output + repr(r.exception)
+    assert len(ticks) >= 2 and set(ticks) == {2}
+    ticks.clear()
+    text = tmp_path / "t.txt"
+    text.write_text("tram thano\nzzz voust\n")
+    r = run("embed", ckpt, text, "-o", tmp_path / "e.npz", "--threads", 2)
+    assert r.exit_code == 0, r.output + repr(r.exception)
+    assert ticks and set(ticks) == {2}
+
+
 # ---------------------------------------------------------------------------- pretraining
 def test_pretraining_a_tiny_model_lowers_the_mlm_loss(toy):
     _, vocab, splits = toy

@@ -42,7 +42,7 @@ one -- see docs/bert.md.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import torch
@@ -429,14 +429,16 @@ def _pll_rows(ids: np.ndarray, window: int, cls: int, sep: int, mask: int) -> tu
 
 
 @torch.no_grad()
-def pseudo_log_likelihoods(model: BertLM, sentences: Sequence[np.ndarray], *, max_rows: int = 512) -> list:
+def pseudo_log_likelihoods(model: BertLM, sentences: Sequence[np.ndarray], *, max_rows: int = 512,
+                           on_batch: Optional[Callable[[int], None]] = None) -> list:
     """``ln p(w_t | the sentence without w_t)`` for every word of every sentence (Salazar et al. 2020).
 
     All masked copies of a sentence go through the encoder in one batch (several short
     sentences share a batch up to ``max_rows`` rows; sentences are grouped by length so
     little is padded).  Each copy is ``[CLS] sentence [SEP]`` in segment A, as a single
     sentence is presented to BERT.  Returns one float64 array per sentence (empty for an
-    empty sentence).
+    empty sentence).  ``on_batch(n)`` is called after each batch with the words it scored (progress,
+    the shared-cores thread rule).
     """
     was_training = model.training
     model.eval()
@@ -468,6 +470,8 @@ def pseudo_log_likelihoods(model: BertLM, sentences: Sequence[np.ndarray], *, ma
         for i in group:
             out[i] = lp[r0:r0 + len(sentences[i])]
             r0 += len(sentences[i])
+        if on_batch is not None:
+            on_batch(rows)
     model.train(was_training)
     return out
 
@@ -480,13 +484,15 @@ PPPL_CAVEAT = ("PPPL is not a perplexity of the text: each word is scored given 
 
 # ---------------------------------------------------------------------------- contextual embeddings
 @torch.no_grad()
-def sentence_embeddings(model: BertLM, sentences: Sequence[np.ndarray], *, batch_size: int = 64) -> dict:
+def sentence_embeddings(model: BertLM, sentences: Sequence[np.ndarray], *, batch_size: int = 64,
+                        on_batch: Optional[Callable[[int], None]] = None) -> dict:
     """The encoder's last-layer vectors of every word, as arrays for ``np.savez``.
 
     ``tokens (N, d)`` (the words of all sentences in order; ``offsets (S + 1,)`` says which rows
     belong to sentence s), ``cls (S, d)`` the ``[CLS]`` vectors and ``mean (S, d)`` the mean of
     each sentence's word vectors.  A sentence longer than ``max_len - 2`` words is encoded in
     consecutive windows, each framed by ``[CLS]``/``[SEP]`` (its ``cls`` row is the first window's).
+    ``on_batch(n)`` is called after each batch with the words it encoded.
     """
     was_training = model.training
     model.eval()
@@ -512,6 +518,8 @@ def sentence_embeddings(model: BertLM, sentences: Sequence[np.ndarray], *, batch
             tokens[offsets[s] + a: offsets[s] + a + len(x)] = h[r, 1:1 + len(x)]
             if a == 0:
                 cls_vec[s] = h[r, 0]
+        if on_batch is not None:
+            on_batch(sum(len(x) for _, _, x in chunk))
     mean = np.stack([tokens[offsets[s]:offsets[s + 1]].mean(0) if lengths[s] else np.zeros(d, np.float32)
                      for s in range(len(sentences))]) if len(sentences) else np.zeros((0, d), np.float32)
     model.train(was_training)

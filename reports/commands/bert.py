@@ -32,6 +32,17 @@ def _set_threads(threads: Optional[int]) -> None:
         torch.set_num_threads(threads)
 
 
+def _ruled(threads: Optional[int]):
+    """The shared-cores thread rule for a scoring loop (one torch thread while other processes use the
+    cores, measured at the start and every few seconds): call the returned function after each batch."""
+    import torch
+
+    from neural.training.contention import ThreadRule
+
+    rule = ThreadRule(threads or torch.get_num_threads(), log=_echo_err).start(0.2)
+    return lambda _n: rule.tick()
+
+
 def _echo_err(msg: str) -> None:
     click.echo(msg, err=True)
 
@@ -94,7 +105,7 @@ def pppl_summary(checkpoint, text: Optional[str] = None, *, split: str = "test",
     if n_words == 0:
         raise InputError(f"{described} has no words to score", fix="pass a text with words")
     t0 = time.perf_counter()
-    lp = np.concatenate(pseudo_log_likelihoods(model, ids))  # ln p, word by word in text order
+    lp = np.concatenate(pseudo_log_likelihoods(model, ids, on_batch=_ruled(threads)))  # ln p, word by word
     seconds = time.perf_counter() - t0
     is_eos = np.concatenate([np.r_[np.zeros(len(s), bool), True] for s in sentences])
     oov = oov_flags(vocab, sentences)[~is_eos]
@@ -396,7 +407,8 @@ def embed_cmd(checkpoint, text_file, out, threads):
     check_writable(out, what="embeddings file")
     model, vocab, _ = load_bert(checkpoint)
     src = read_text_source(text_file, split="test", tokenizer=vocab.tokenizer)  # a file is read whole
-    arrays = sentence_embeddings(model, encode_sentences(vocab, src.sentences, drop_empty=False))
+    arrays = sentence_embeddings(model, encode_sentences(vocab, src.sentences, drop_empty=False),
+                                 on_batch=_ruled(threads))
     arrays["words"] = np.array([w for s in src.sentences for w in s], dtype=str)  # fixed-width unicode, no pickle
     buf = io.BytesIO()
     if out.endswith(".npy"):
