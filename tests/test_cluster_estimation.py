@@ -238,14 +238,14 @@ def test_the_client_never_holds_the_ngrams(toy_text, tmp_path, cluster, monkeypa
 
 
 def test_all_to_all_pieces_go_as_one_graph_and_land_where_they_belong(cluster, monkeypatch):
-    from ngramlm.builder.cluster_estimate import _all_to_all, _answer
+    from ngramlm.builder.cluster_estimate import _all_to_all, _pick
 
     sources = [cluster.scatter([np.arange(3) + 10 * s + t for t in range(3)]) for s in range(4)]  # 4 sources, 3 targets
     calls = []
     real_map = type(cluster).map
     monkeypatch.setattr(type(cluster), "map", lambda self, *a, **k: calls.append(a[0]) or real_map(self, *a, **k))
-    out = _all_to_all(cluster, _answer, [(f,) for f in sources], 3)
-    assert calls == [_answer]  # one graph for the 12 pieces, not 12 submits
+    out = _all_to_all(cluster, _pick, [(f,) for f in sources], 3)
+    assert calls == [_pick]  # one graph for the 12 pieces, not 12 submits
     got = cluster.gather(out)
     assert [[int(x[0]) for x in row] for row in got] == [[10 * s + t for s in range(4)] for t in range(3)]
 

@@ -202,8 +202,9 @@ def _all_to_all(client, func, sources: list, n_targets: int) -> list:
     return [flat[t * S:(t + 1) * S] for t in range(n_targets)]
 
 
-def _answer(answers: list, p: int):
-    return answers[p]
+def _pick(pieces: list, t: int):
+    """A source's piece for target t (its list holds one piece a target)."""
+    return pieces[t]
 
 
 def _gather_answered(lower_probs: np.ndarray, answers: list, p: int) -> np.ndarray:
@@ -439,7 +440,7 @@ def _build(client, sources: list, *, order: int, vocab, inp, spec, smoother, mem
             # client.map maps its positional lists (keywords go to every task alike)
             ks = [k] * P
             req = client.map(_requests, parts_f, ks, suffixes[k - 1], [P] * P, pure=False)
-            res = client.map(_resolve, parts_f, ks, _all_to_all(client, _answer, [(r,) for r in req], P), pure=False)
+            res = client.map(_resolve, parts_f, ks, _all_to_all(client, _pick, [(r,) for r in req], P), pure=False)
             del req
             answers[k] = client.map(operator.itemgetter(0), res, pure=False)
             if smoother.row_counts == "adjusted":
@@ -447,7 +448,7 @@ def _build(client, sources: list, *, order: int, vocab, inp, spec, smoother, mem
                                              client.map(operator.itemgetter(1), res, pure=False), pure=False)
             del res
             suffixes[k] = client.map(_place, parts_f, ks, suffixes[k - 1],
-                                     _all_to_all(client, _answer, [(a,) for a in answers[k]], P), pure=False)
+                                     _all_to_all(client, _pick, [(a,) for a in answers[k]], P), pure=False)
             wait_watched(suffixes[k], watch)
             tick(f"suffixes of order {k} located")
 
