@@ -20,7 +20,10 @@ clock with its peak RSS (``ru_maxrss`` of the child):
   TCP, each worker ``--nthreads 1 --memory-limit`` the --memory budget), the client ``ngramlm train
   --dask tcp://...``: its wall and peak RSS, each worker's peak RSS and the bytes it sent (to other
   workers and the client: Dask's own transfer counter), and the ARPA file's sha256 against the local build's;
-* ``ngramlm ppl`` of the native model on 20,000 test tokens (load + score), memory-mapped.
+* ``ngramlm ppl`` of the native model on 20,000 test tokens (load + score), memory-mapped;
+* with --kenlm-bin, the test text's perplexity under our ARPA file and under lmplz's (both read by
+  ``ngramlm ppl``), and their relative difference: about 1e-6 for the default (the textbook's
+  estimate), lmplz's own numbers with ``--compat kenlm`` (streamed, out of core or on Dask workers).
 """
 from __future__ import annotations
 
@@ -98,6 +101,9 @@ def test_text(work: Path) -> Path:
 @click.option("--in-memory", "in_memory", is_flag=True,
               help="Also train through the in-memory path (no --memory) and compare the ARPA files byte for byte.")
 @click.option("--no-ppl", "no_ppl", is_flag=True, help="Skip the import-arpa + ppl runs.")
+@click.option("--compat", type=click.Choice(["kenlm"]), default=None,
+              help="ngramlm train --compat kenlm (lmplz's conventions) in every ngramlm build; with --kenlm-bin the "
+                   "test perplexity of both ARPA files is compared.")
 @click.option("--work", type=click.Path(file_okay=False), default="/tmp/ngramlm-scale", show_default=True)
 @click.option("--repeat", type=int, default=1, show_default=True,
               help="Run each ngramlm and lmplz build this many times: the fastest wall time, the largest peak RSS "
@@ -106,8 +112,8 @@ def test_text(work: Path) -> Path:
               help="Write both models to /dev/null (ours through NAME.arpa -> /dev/null, lmplz's stdout): for sizes "
                    "whose two ARPA files would not fit the disk beside the temp files; no sha256 then.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
-def main(kenlm_bin, sizes, dask_sizes, dask_workers, no_local, memory, order, estimation, in_memory, no_ppl, work,
-         repeat, discard, json_out):
+def main(kenlm_bin, sizes, dask_sizes, dask_workers, no_local, memory, order, estimation, in_memory, no_ppl, compat,
+         work, repeat, discard, json_out):
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
     tmp = work / "tmp"
@@ -124,14 +130,15 @@ def main(kenlm_bin, sizes, dask_sizes, dask_workers, no_local, memory, order, es
             out = work / "null.arpa"
             out.unlink(missing_ok=True)
             out.symlink_to(os.devnull)
+        flags = ["--compat", compat] if compat else []
         cmd = NGRAMLM + ["train", corpus, "--order", str(order), "--discount-fallback", "--memory", memory, "-T", tmp,
-                         "--estimation", estimation, "-o", out]
+                         "--estimation", estimation, *flags, "-o", out]
         row["ngramlm_s"], row["ngramlm_mb"] = best_of(1 if no_local else repeat, cmd)
         row["sha256"] = None if discard else _sha256(out)
         if in_memory:
             mem_out = work / "mem.arpa"
             row["in_memory_s"], row["in_memory_mb"] = run_once(
-                NGRAMLM + ["train", corpus, "--order", str(order), "--discount-fallback", "-o", mem_out])
+                NGRAMLM + ["train", corpus, "--order", str(order), "--discount-fallback", *flags, "-o", mem_out])
             row["same_arpa"] = _same_bytes(out, mem_out)
             mem_out.unlink()
         if not no_ppl:
@@ -143,6 +150,9 @@ def main(kenlm_bin, sizes, dask_sizes, dask_workers, no_local, memory, order, es
                 repeat, [Path(kenlm_bin) / "lmplz", "-o", str(order), "-S", memory, "-T", tmp, "--discount_fallback"],
                 stdin=corpus, stdout=os.devnull if discard else work / "kenlm.arpa")
             row["ratio"] = row["ngramlm_s"] / row["lmplz_s"]
+            if not discard:  # the same test text scored by both files (through ngramlm ppl: the same reader)
+                row["test_ppl"], row["lmplz_test_ppl"] = _ppl(out, test), _ppl(work / "kenlm.arpa", test)
+                row["ppl_rel_diff"] = row["test_ppl"] / row["lmplz_test_ppl"] - 1.0
         if m in dask_set:
             row["dask"] = []
             for n in [int(x) for x in dask_workers.split(",") if x]:
@@ -176,10 +186,24 @@ def main(kenlm_bin, sizes, dask_sizes, dask_workers, no_local, memory, order, es
                        f"{', '.join(f'{x:.0f}' for x in d['worker_mb'])} MB | "
                        f"{d['bytes_between_workers'] / 2**20:.0f} MB"
                        f" | {d['sha256'][:12]} ({'same' if d['same_as_local'] else 'DIFFERENT'}) |")
+    ppl_rows = [r for r in rows if "test_ppl" in r]
+    if ppl_rows:
+        click.echo(f"\n| tokens | test ppl, ours{' --compat ' + compat if compat else ''} | lmplz | relative |\n|---|---|---|---|")
+        for r in ppl_rows:
+            click.echo(f"| {r['million_tokens']:g} M | {r['test_ppl']:.7f} | {r['lmplz_test_ppl']:.7f} | "
+                       f"{r['ppl_rel_diff']:+.1e} |")
     if json_out:
         Path(json_out).write_text(json.dumps({"memory": memory, "order": order, "estimation": estimation,
+                                              "compat": compat,
                                               "repeat": repeat,
                                               "rows": rows}, indent=1))
+
+
+def _ppl(model: Path, test: Path) -> float:
+    """The test text's perplexity under an ARPA file (``ngramlm ppl --json``)."""
+    out = subprocess.run(NGRAMLM + ["ppl", str(model), str(test), "--json"], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    return float(json.loads(out.stdout)["ppl"])
 
 
 def _sha256(path: Path) -> str:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import Optional, Sequence
 
+import numpy as np
+
 from corpora.accounting import PerplexityReport  # noqa: F401 (ngramlm.PerplexityReport: the package exports it from here)
 from corpora.errors import InputError
 from corpora.vocab import EncodedText, Vocab
@@ -102,7 +104,7 @@ class NgramLM(Scorer):
 
     def fit(self, train: EncodedText, *, vocab: Vocab, counts: Optional[NgramCounts] = None,
             heldout: Optional[EncodedText] = None, limit_vocab: Optional[Sequence[str]] = None,
-            limit_vocab_source: Optional[str] = None) -> "NgramLM":
+            limit_vocab_source: Optional[str] = None, first_seen: Optional[np.ndarray] = None) -> "NgramLM":
         """Count (unless ``counts`` are given) and smooth.  Returns ``self``.
 
         ``heldout`` text tunes the weights of Jelinek-Mercer when none were given.
@@ -114,6 +116,9 @@ class NgramLM(Scorer):
         as :func:`ngramlm.tools.vocab_filter.limit_vocabulary` does it: the removed words' probability goes
         to ``<unk>`` and the back-off weights are renormalised.  ``self.vocab_limit_`` says what was
         removed; ``limit_vocab_source`` (the list's file) is named in errors and recorded.
+
+        ``first_seen`` (with ``counts`` and no ``train``, as a streamed build has them): the ids in the
+        order they first appear in the text, which is all ``compat="kenlm"`` needs of it.
         """
         order = check_order(self.order)
         smoother = self._make_smoother()
@@ -132,7 +137,7 @@ class NgramLM(Scorer):
             check_limitable_smoother(smoother)
             keep, _ = kept_ids(vocab, limit_vocab, source=limit_vocab_source)
         if self.compat == "kenlm":
-            self._apply_compat(smoother, train, counts)
+            self._apply_compat(smoother, train, counts, first_seen)
             if limit_vocab is not None:
                 smoother.lmplz_["prune_words"] = ~keep
         self.fit_counts(counts, vocab=vocab, smoother=smoother)
@@ -146,10 +151,11 @@ class NgramLM(Scorer):
             self._set_tables(self.vocab_limit_.tables)
         return self
 
-    def _apply_compat(self, smoother: Smoother, train: Optional[EncodedText], counts: NgramCounts) -> None:
+    def _apply_compat(self, smoother: Smoother, train: Optional[EncodedText], counts: NgramCounts,
+                      first_seen: Optional[np.ndarray] = None) -> None:
         from .kenlm_compat import lmplz_adjustments
 
-        smoother.lmplz_ = lmplz_adjustments(train, counts)
+        smoother.lmplz_ = lmplz_adjustments(train, counts, first_seen=first_seen)
 
     def fit_counts(self, counts: NgramCounts, *, vocab: Vocab, smoother: Optional[Smoother] = None) -> "NgramLM":
         if smoother is None:

@@ -119,10 +119,11 @@ def cluster():
     c.close()
 
 
-def _build(path, out, *, smoothing="mkn", order=4, dask=None, parts=None, estimation="auto", progress=None, **params):
+def _build(path, out, *, smoothing="mkn", order=4, dask=None, parts=None, estimation="auto", progress=None,
+           compat=None, **params):
     from ngramlm.builder.pipeline import BuildConfig, build
 
-    cfg = BuildConfig(order=order, smoothing=smoothing, smoother_params=params, files=True, memory="70M",
+    cfg = BuildConfig(order=order, smoothing=smoothing, smoother_params=params, files=True, memory="70M", compat=compat,
                       temp_dir=str(Path(out).parent / "tmp"), dask=dask, parts=parts, estimation=estimation,
                       output=str(out), arpa=str(out).endswith(".arpa"))
     lm = NgramLM(**cfg.estimator_params())
@@ -157,6 +158,38 @@ def test_the_workers_build_the_local_model_byte_for_byte(toy_text, tmp_path, clu
         assert built.on_disk is not None and built.on_disk.parts == parts
         assert any("estimation on the workers" in m for m in msgs)
         assert _sha(out) == _sha(local), (smoothing, order, parts)
+
+
+def test_compat_kenlm_on_the_workers_is_the_in_memory_lmplz_model(toy_text, tmp_path, cluster):
+    """--dask --compat kenlm: the words numbered by first appearance (the shards' word counts added in
+    text order), the last n-gram in lmplz's suffix order found part by part, its suffixes' raw counts in
+    the discounts, lmplz's <unk> in the floor: the in-memory compat model's ARPA file, byte for byte, on
+    1, 3 and 6 parts (and not the default model's); the native file records the same compat info."""
+    from corpora.tokenize import TokenizerSpec, make_tokenizer
+    from corpora.vocab import Vocab
+    from ngramlm.io.arpa import write_arpa
+
+    _, lines = toy_text
+    lines = list(lines)
+    for i in range(3, len(lines), 997):
+        lines[i] += " <unk>"
+    lines.append("brandnew word")
+    path = tmp_path / "unk.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    vocab = Vocab(tokenizer=TokenizerSpec())
+    enc = vocab.fit_encode_lines(lines, make_tokenizer(TokenizerSpec()), keep_empty=True)
+    ref = NgramLM(order=4, smoothing="mkn", compat="kenlm").fit(enc, vocab=vocab)
+    write_arpa(ref, tmp_path / "ref.arpa")
+    _build(path, tmp_path / "default.arpa", dask=cluster, parts=3)
+    default = _sha(tmp_path / "default.arpa")
+    for parts in (1, 3, 6):
+        built = _build(path, tmp_path / f"dask{parts}.arpa", dask=cluster, parts=parts, compat="kenlm")
+        assert built.on_disk.parts == parts
+        assert _sha(tmp_path / f"dask{parts}.arpa") == _sha(tmp_path / "ref.arpa") != default, parts
+    _build(path, tmp_path / "dask.npz", dask=cluster, parts=4, compat="kenlm")
+    assert _native(tmp_path / "dask.npz")["meta"]["info"]["compat"] == ref.info_["compat"]
+    with pytest.raises(InputError, match="compat='kenlm' with Dask is estimated on the workers"):
+        _build(path, tmp_path / "client.arpa", dask=cluster, compat="kenlm", estimation="memory")
 
 
 def test_native_files_and_stupid_backoff_are_the_local_ones(toy_text, tmp_path, cluster):

@@ -126,7 +126,8 @@ def test_weights_take_a_smoother_s_alias(run_cli, tmp_path):
     ({"weights": [1, 2], "memory": "1G"}, InputError, "drop memory"),
     ({"tune_weights_on": "dev", "files": True}, InputError, "drop files"),
     ({"weights": [1, 2], "compat": "kenlm"}, InputError, "lmplz has no weights"),
-    ({"compat": "kenlm", "dask": "local:2"}, InputError, "drop dask"),
+    ({"compat": "srilm", "dask": "local:2"}, InputError, "drop dask"),
+    ({"compat": "srilm", "memory": "1G"}, InputError, "drop memory"),
     ({"limit_vocab": ["a"], "estimation": "disk"}, InputError, "limits the estimated model in memory"),
     ({"prune": [1, 1]}, InputError, "unigrams cannot be pruned"),
 ])

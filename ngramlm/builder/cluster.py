@@ -191,12 +191,15 @@ def count_on_cluster(client, sources: list, *, order: int, vocab, inp, spec, blo
 
 
 def word_count_pass(client, shards: list, *, vocab, inp, spec, progress: Callable[[str], None]) -> tuple:
-    """Word counts of every shard on the workers, summed here: ``(vocab, freq, sentences, words)``, the
-    vocabulary fitted on them unless given, ``freq[i]`` the count of id i (vocabulary-sized)."""
+    """Word counts of every shard on the workers, summed here: ``(vocab, freq, sentences, words, first_seen)``,
+    the vocabulary fitted on them unless given, ``freq[i]`` the count of id i (vocabulary-sized), and
+    ``first_seen`` the ids in the order they first appear in the text (what ``--compat kenlm`` needs).
+
+    The shards' counts are added in text order: a shard's counter lists its words as they first appear
+    in it, so the sum lists them as they first appear in the text."""
     from collections import Counter
 
     import numpy as np
-    from distributed import as_completed
 
     from corpora.vocab import UNK_ID, Vocab
 
@@ -205,21 +208,22 @@ def word_count_pass(client, shards: list, *, vocab, inp, spec, progress: Callabl
                          line_filter=inp.line_filter, delay=_TASK_DELAY_S, pure=False)
     total: Counter = Counter()
     n_sent = n_words = 0
-    for fut in as_completed(futures):
+    for fut in futures:
         wc, s, w = fut.result()
         fut.release()
         total.update(wc)
         n_sent += s
         n_words += w
+    del futures
     if not total:
         raise InputError("the training text has no tokens", path=", ".join(str(s[0]) for s in shards[:3]),
                          fix="pass a non-empty text")
     if vocab is None:
         vocab = Vocab(tokenizer=spec, **inp.vocab_params).fit_counts(total)
-    freq = np.zeros(len(vocab), dtype=np.int64)
-    for w, c in total.items():
-        freq[vocab.stoi_.get(w, UNK_ID)] += c
-    return vocab, freq, n_sent, n_words
+    first_seen = np.fromiter((vocab.stoi_.get(w, UNK_ID) for w in total), dtype=np.int64, count=len(total))
+    freq = np.bincount(first_seen, weights=np.fromiter(total.values(), dtype=np.float64, count=len(total)),
+                       minlength=len(vocab)).astype(np.int64)
+    return vocab, freq, n_sent, n_words, first_seen
 
 
 def _counts_from_tables(tables: list, order: int, V: int) -> NgramCounts:

@@ -43,7 +43,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from corpora.errors import InputError
-from corpora.vocab import BOS_ID, PAD_ID
+from corpora.vocab import BOS_ID, PAD_ID, UNK_ID
 
 from ..smoothing import ModifiedKneserNey, OrderForm, StupidBackoff, context_sums, unigram_mask, unigram_probs
 from . import partition as pt
@@ -112,8 +112,6 @@ def supported_reason(smoother, order: int, *, prune: bool, limit_vocab: bool) ->
     """Why this model is not estimated on the workers (counted there, estimated on the client), or None."""
     if not isinstance(smoother, (OrderForm, StupidBackoff)):
         return f"{smoother.name} is estimated on the client (the workers estimate mkn, kn, wb, absolute, stupid)"
-    if getattr(smoother, "lmplz_", None) is not None:
-        return "compat='kenlm' is estimated on the client"
     if order < 2:
         return "a unigram model is estimated on the client"
     if prune:
@@ -389,7 +387,8 @@ def _build(client, sources: list, *, order: int, vocab, inp, spec, smoother, mem
     shards = shards_of(sources, shard_bytes=max(1 << 16, min(block_tokens * 5, memory // 10 // 250 * 5)))
     n_workers = len(client.scheduler_info().get("workers", {})) or 1
     say(f"{len(shards)} shard(s) on {n_workers} Dask worker(s); estimation on the workers")
-    vocab, freq, n_sent, n_words = word_count_pass(client, shards, vocab=vocab, inp=inp, spec=spec, progress=say)
+    vocab, freq, n_sent, n_words, first_seen = word_count_pass(client, shards, vocab=vocab, inp=inp, spec=spec,
+                                                               progress=say)
     V = len(vocab)
     weights = freq.astype(np.float64)
     weights[BOS_ID] = n_sent  # every sentence's n-grams that start with <s>
@@ -460,14 +459,18 @@ def _build(client, sources: list, *, order: int, vocab, inp, spec, smoother, mem
     from .outofcore import count_of_counts_raw
 
     coc_raw = [count_of_counts_raw(raw1)] + [sum(s[1][k - 2] for s in row_stats) for k in range(2, order + 1)]
+    floor_types = n_types = vocab.n_types
+    if getattr(model, "compat", None) == "kenlm":
+        floor_types = _lmplz(client, smoother, parts_f, adjusted, bounds, offsets, first_seen, c1, raw1, ncs, n_types,
+                             watch)
+        tick("lmplz's conventions: the last n-gram in its suffix order found")
     params = smoother.order_params(ncs) if interpolated else [None] * order
 
     # 5. Estimation: unigrams here, the rest on the parts, bottom up.
     folder = str(shared)
-    n_types = vocab.n_types
     if interpolated:
         alpha1, gamma1 = smoother.alpha_gamma(c1, np.zeros(V, dtype=np.int64), 1, params[0])
-        p1 = unigram_probs(alpha1, gamma1[0], n_types, V)
+        p1 = unigram_probs(alpha1, gamma1[0], floor_types, V)
         del alpha1
     else:
         c = np.where(unigram_mask(V), raw1, 0).astype(np.float64)
@@ -509,13 +512,65 @@ def _build(client, sources: list, *, order: int, vocab, inp, spec, smoother, mem
                              pure=False) for p in range(P)]
     wait_watched(written, watch)
     tick(f"the parts' {'ARPA sections' if arpa else 'columns'} written")
-    head, meta = _head_and_meta(model, smoother, vocab, order, n_ngrams_k, coc_raw, params, arpa)
+    head, meta = _head_and_meta(model, smoother, vocab, order, n_ngrams_k, coc_raw, params, arpa, floor_types)
     path = gather_watched(client, client.submit(_assemble, str(output), folder, P, order, arpa, head, (lp1, bo1),
                                                 n_ngrams_k, meta, words_f, written, pure=False), watch)
     del parts_f, written
     tick(f"wrote {output}")
     return ClusterBuild(vocab=vocab, sentences=n_sent, words=n_words, n_ngrams=[n_types + 1] + n_ngrams_k[1:],
-                        parts=P, path=Path(path), info=_info(smoother, params))
+                        parts=P, path=Path(path), info=_info(smoother, params, floor_types))
+
+
+def _last_in_part(part, kid: np.ndarray):
+    from ..kenlm_compat import KeyTables, last_in_suffix_order
+
+    return last_in_suffix_order(KeyTables(part.keys, part.V, part.lo, part.hi - part.lo), kid)
+
+
+def _suffix_counts(part, gram: list, smoother, adjusted):
+    """``(local row, row count, raw count)`` of the n-gram ``gram`` in this part (the part of its first
+    word), or None when it is not there."""
+    from ..kenlm_compat import KeyTables
+
+    k = len(gram)
+    row = KeyTables(part.keys, part.V, part.lo, part.hi - part.lo).row_of(gram)
+    if row is None:
+        return None
+    return row, float(pt.row_counts(part, k, smoother, adjusted)[row]), int(part.counts[k - 1][row])
+
+
+def _lmplz(client, smoother, parts_f: list, adjusted: list, bounds: np.ndarray, offsets: list, first_seen: np.ndarray,
+           c1: np.ndarray, raw1: np.ndarray, ncs: list, n_types: int, watch) -> int:
+    """``--compat kenlm`` on the parts (:mod:`ngramlm.kenlm_compat`): the last padded n-gram in lmplz's
+    suffix order is the largest of each part's (a few ints a part), and its suffixes are moved to
+    their raw counts in ``ncs`` (in place); ``smoother.lmplz_`` set as the in-memory estimate sets it.
+    Returns the uniform floor's number of types."""
+    from ..kenlm_compat import lmplz_ids_from_first_seen, move_to_raw, recorded_suffixes
+
+    V = len(raw1)
+    n = len(ncs)
+    kid_f = shared_value(client, lmplz_ids_from_first_seen(first_seen, V))
+    found = [c for c in gather_watched(client, client.map(_last_in_part, parts_f, kid=kid_f, pure=False), watch)
+             if c is not None]
+    last = max(found, key=lambda c: c[0])[1] if found else None
+
+    rows = [None] * n
+    for k, gram in enumerate(recorded_suffixes(last, n)[: n - 1], start=1):
+        if gram is None:
+            continue
+        if k == 1:
+            rows[0], a, r = gram[0], c1[gram[0]], raw1[gram[0]]
+        else:
+            p = int(pt.part_of(bounds, np.array([gram[0]]))[0])
+            got = gather_watched(client, client.submit(_suffix_counts, parts_f[p], list(gram), smoother,
+                                                       adjusted[k - 1][p], pure=False), watch)
+            if got is None:
+                continue
+            rows[k - 1], a, r = int(offsets[k - 1][p]) + got[0], got[1], got[2]
+        ncs[k - 1] = move_to_raw(ncs[k - 1], int(a), int(r))
+    extra = int(raw1[UNK_ID] > 0)
+    smoother.lmplz_ = {"extra_types": extra, "raw_count_rows": rows}
+    return n_types + extra
 
 
 def _unigram_row_counts(smoother, raw1: np.ndarray, cont1: np.ndarray, V: int) -> np.ndarray:
@@ -530,9 +585,9 @@ def _unigram_row_counts(smoother, raw1: np.ndarray, cont1: np.ndarray, V: int) -
 
 
 def _head_and_meta(model, smoother, vocab, order: int, n_ngrams_k: list, coc_raw: list, params: list,
-                   arpa: bool) -> tuple:
+                   arpa: bool, floor_types: int) -> tuple:
     """The ARPA file's head (its first lines up to the counts) or the native file's metadata."""
-    info = _info(smoother, params)
+    info = _info(smoother, params, floor_types)
     if arpa:
         from types import SimpleNamespace
 
@@ -553,12 +608,16 @@ def _head_and_meta(model, smoother, vocab, order: int, n_ngrams_k: list, coc_raw
     return b"", json.loads(json.dumps(meta))
 
 
-def _info(smoother, params: list) -> dict:
+def _info(smoother, params: list, floor_types: Optional[int] = None) -> dict:
     """What the in-memory estimate records in ``info`` for this smoother."""
     if isinstance(smoother, StupidBackoff):
         return {"alpha": float(smoother.alpha)}
     if isinstance(smoother, ModifiedKneserNey):
-        return {"discounts": [list(map(float, d)) for d in params]}
+        info = {"discounts": [list(map(float, d)) for d in params]}
+        lmplz = getattr(smoother, "lmplz_", None)
+        if lmplz is not None:
+            info["compat"] = {"kenlm": {"uniform_types": floor_types, "raw_count_rows": lmplz["raw_count_rows"]}}
+        return info
     if smoother.name == "absolute":
         return {"discounts": [float(d) for d in params]}
     return {}

@@ -37,7 +37,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from corpora.errors import InputError
-from corpora.vocab import BOS_ID, PAD_ID
+from corpora.vocab import BOS_ID, PAD_ID, UNK_ID
 
 from .diskarrays import Column, ColumnWriter, count_occurrences, gather
 from ..smoothing import (ModifiedKneserNey, unigram_mask, count_of_counts, discount_vector, interpolate_rows,
@@ -101,9 +101,13 @@ class Sizes:
 
 
 def estimate(dc: DiskCounts, smoother: ModifiedKneserNey, n_types: int, folder: TempFolder, memory: int, *,
-             sizes: Optional[Sizes] = None, progress: Optional[Callable[[str], None]] = None) -> DiskModel:
+             sizes: Optional[Sizes] = None, progress: Optional[Callable[[str], None]] = None,
+             first_seen: Optional[np.ndarray] = None) -> DiskModel:
     """Modified (or plain) Kneser-Ney from the counts on disk; equal to ``smoother.estimate`` of the same
-    counts in memory.  ``dc``'s count and suffix columns are consumed (deleted once used)."""
+    counts in memory.  ``dc``'s count and suffix columns are consumed (deleted once used).
+
+    ``first_seen`` (the ids in the order they first appear in the text) asks for lmplz's conventions
+    (``--compat kenlm``, :mod:`ngramlm.kenlm_compat`), as the in-memory estimate applies them."""
     if not supports(smoother):
         raise InputError(f"the out-of-core estimation implements {' and '.join(out_of_core_smoothers())}, "
                          f"not {smoother.name}",
@@ -166,6 +170,9 @@ def estimate(dc: DiskCounts, smoother: ModifiedKneserNey, n_types: int, folder: 
         adj[n - 1] = dc.counts[n - 1]
         ncs[n - 1] = nc
     tick("adjusted counts")
+    info = {}
+    if first_seen is not None:
+        n_types, info = _lmplz(dc, smoother, adj, ncs, n_types, first_seen, sz.chunk)
     discounts = smoother.discounts_from_counts_of_counts(ncs)
 
     # 2-3. Unigrams in memory (V entries), then each order in chunks.
@@ -195,7 +202,25 @@ def estimate(dc: DiskCounts, smoother: ModifiedKneserNey, n_types: int, folder: 
     return DiskModel(order=n, V=V, keys=keys, logp=logp, backoff=backoff,
                      n_ngrams=[n_types + 1] + [dc.size(k) for k in range(2, n + 1)],
                      count_of_counts=[c.tolist() for c in coc],
-                     info={"discounts": [list(map(float, d)) for d in discounts]})
+                     info={"discounts": [list(map(float, d)) for d in discounts], **info})
+
+
+def _lmplz(dc: DiskCounts, smoother, adj: list, ncs: list, n_types: int, first_seen: np.ndarray, chunk: int) -> tuple:
+    """``--compat kenlm`` on disk: the suffixes of the last n-gram in lmplz's order moved to their raw
+    counts in ``ncs`` (in place) and the uniform floor's extra type; ``(n_types, info)`` as the
+    in-memory estimate records them."""
+    from ..kenlm_compat import (KeyTables, apply_to_count_of_counts, last_in_suffix_order, lmplz_ids_from_first_seen,
+                                suffix_rows)
+
+    n, V = dc.order, dc.V
+    tables = KeyTables([None] + [dc.keys[k - 1] for k in range(2, n + 1)], V, chunk=chunk)
+    last = last_in_suffix_order(tables, lmplz_ids_from_first_seen(first_seen, V))
+    rows = suffix_rows(tables, None if last is None else last[1])
+    for k, row in enumerate(rows[: n - 1], start=1):
+        ncs[k - 1] = apply_to_count_of_counts(ncs[k - 1], adj[k - 1], dc.unigrams if k == 1 else dc.counts[k - 1], row)
+    smoother.lmplz_ = {"extra_types": int(dc.unigrams[UNK_ID] > 0), "raw_count_rows": rows}  # float32 discounts
+    n_types += smoother.lmplz_["extra_types"]
+    return n_types, {"compat": {"kenlm": {"uniform_types": n_types, "raw_count_rows": rows}}}
 
 
 def count_of_counts_raw(c: np.ndarray, max_count: int = 10) -> np.ndarray:

@@ -116,10 +116,8 @@ class BuildConfig:
             tool = COMPAT_TOOL[self.compat]
             raise InputError(f"compat={self.compat!r} reproduces {tool} on one text, and {tool} has no weights",
                              fix="drop the weights or compat")
-        if self.compat is not None and streaming:
-            why = ("depends on the order words first appear in the text, which the streaming build does not keep"
-                   if self.compat == "kenlm" else "is estimated in memory, from the whole text's counts")
-            raise InputError(f"compat={self.compat!r} {why}",
+        if self.compat == "srilm" and streaming:
+            raise InputError(f"compat={self.compat!r} is estimated in memory, from the whole text's counts",
                              fix=f"train one text in memory: drop {', '.join(streaming)}")
         if self.limit_vocab is not None and self.estimation == "disk":
             raise InputError("limit_vocab limits the estimated model in memory, and estimation='disk' writes it "
@@ -176,6 +174,7 @@ class _Text:
     sources: Optional[list] = None
     counts: Optional[NgramCounts] = None
     on_disk: object = None
+    first_seen: Optional[object] = None  # the ids in the order they first appear (a streamed compat="kenlm")
 
 
 def route(texts: Sequence, config: BuildConfig) -> str:
@@ -344,16 +343,26 @@ def _streamed(texts: list, config: BuildConfig, estimator, smoother, say: Progre
             return _on_cluster(inp, where, config, estimator, smoother, say)
         if config.estimation == "disk":
             raise InputError(f"cannot estimate this model on the Dask workers: {why}", fix='use estimation="memory"')
+        if config.compat == "kenlm":
+            raise InputError(f"compat='kenlm' with Dask is estimated on the workers, and {why}",
+                             fix="drop what keeps the estimation on the client, or train without --dask")
         say(f"note: counting on the Dask workers; {why}")
-    on_disk = _on_disk_step(config, estimator, smoother, say)
+    # compat="kenlm" numbers words as lmplz does, by first appearance: recorded as the blocks are counted.
+    seen = None
+    if config.compat == "kenlm":
+        from ..kenlm_compat import FirstSeen
+
+        seen = FirstSeen()
+    on_disk = _on_disk_step(config, estimator, smoother, say, seen)
     say("streaming build: vocabulary and counts" + (f" on the Dask cluster {config.dask}"
                                                     if isinstance(config.dask, str) else ""), stage=1)
     res = build_counts(inp, order=config.order, vocab=config.vocab, memory=config.memory, temp_dir=config.temp_dir,
                        client=config.dask, progress=lambda m: say(m, depth=2),
-                       estimation=config.estimation if on_disk else "memory", on_disk=on_disk)
+                       estimation=config.estimation if on_disk else "memory", on_disk=on_disk, first_seen=seen)
     if res.on_disk is None:
         say("counted and merged", stage=2)
-    return _Text(res.vocab, inp.tokenizer, where, res.sentences, res.words, counts=res.counts, on_disk=res.on_disk)
+    return _Text(res.vocab, inp.tokenizer, where, res.sentences, res.words, counts=res.counts, on_disk=res.on_disk,
+                 first_seen=None if seen is None else seen.order)
 
 
 def _on_cluster(inp, where: str, config: BuildConfig, estimator, smoother, say: Progress) -> _Text:
@@ -398,9 +407,10 @@ def _stream_input(texts: list, config: BuildConfig) -> tuple:
     return inp, where
 
 
-def _on_disk_step(config: BuildConfig, estimator, smoother, say: Progress) -> Optional[Callable]:
+def _on_disk_step(config: BuildConfig, estimator, smoother, say: Progress, seen=None) -> Optional[Callable]:
     """The streamed build's out-of-core step (estimate on disk, write ``config.output`` or read the model
-    back), or None when this model is estimated in memory."""
+    back), or None when this model is estimated in memory.  ``seen``: the counting's record of the order
+    words first appear in (``compat="kenlm"``)."""
     from . import outofcore
 
     if config.estimation == "memory":
@@ -414,7 +424,8 @@ def _on_disk_step(config: BuildConfig, estimator, smoother, say: Progress) -> Op
     def on_disk(dc, vocab, folder, mem) -> tuple:
         say("counted and merged into the temp folder", stage=2)
         say(f"smoothing ({smoother.name}) out of core", stage=3)
-        dm = outofcore.estimate(dc, smoother, vocab.n_types, folder, mem, progress=lambda m: say(m, depth=2))
+        dm = outofcore.estimate(dc, smoother, vocab.n_types, folder, mem, progress=lambda m: say(m, depth=2),
+                                first_seen=None if seen is None else seen.order)
         if config.output is not None:
             say(f"writing {config.output}", stage=4)
             outofcore.write_model(dm, estimator, smoother, vocab, config.output, arpa=config.arpa, memory=mem,
@@ -476,7 +487,8 @@ def _estimate(texts: list, text: _Text, config: BuildConfig, estimator, smoother
         estimator.fit_counts(counts, vocab=text.vocab, smoother=merged)
     else:
         estimator.fit(text.encoded, vocab=text.vocab, counts=counts, heldout=heldout,
-                      limit_vocab=limit if in_estimation else None, limit_vocab_source=config.limit_vocab_source)
+                      limit_vocab=limit if in_estimation else None, limit_vocab_source=config.limit_vocab_source,
+                      first_seen=text.first_seen)
     text.encoded = text.counts = counts = None  # the model keeps what it needs
     if built.count_merging is not None:
         estimator.info_["count_merging"] = built.count_merging  # saved in .npz models (ARPA has no place for it)

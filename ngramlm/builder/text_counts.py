@@ -54,7 +54,7 @@ ESTIMATIONS = ("auto", "memory", "disk")
 def build_counts(inp: BuildInput, *, order: int, vocab: Optional[Vocab] = None, memory=None,
                  temp_dir: Optional[os.PathLike | str] = None, client=None,
                  progress: Optional[Callable[[str], None]] = None, estimation: str = "memory",
-                 on_disk: Optional[Callable] = None) -> BuildResult:
+                 on_disk: Optional[Callable] = None, first_seen=None) -> BuildResult:
     """Stream ``inp`` into counts of orders 1..``order`` using at most about ``memory`` (``1G``, ``30%``,
     bytes) for counting, spilling sorted runs to ``temp_dir``; with ``client`` (a
     ``distributed.Client``, or an address: ``tcp://HOST:8786``, ``local:N``) the counting runs on
@@ -64,7 +64,10 @@ def build_counts(inp: BuildInput, *, order: int, vocab: Optional[Vocab] = None, 
     step: when the merged counts would not fit ``memory`` for the in-memory estimation (``"disk"``:
     always), they are merged into the temp folder as :class:`~ngramlm.builder.streaming.DiskCounts` and
     ``on_disk`` runs on them there; its result is ``BuildResult.on_disk`` (``counts`` is None).
-    The Dask build and ``"memory"`` always return the counts in memory."""
+    The Dask build and ``"memory"`` always return the counts in memory.
+
+    ``first_seen`` (a :class:`ngramlm.kenlm_compat.FirstSeen`) is given each block's ids as it is
+    counted: the order words first appear in, which ``--compat kenlm`` needs (local counting only)."""
     if estimation not in ESTIMATIONS:
         raise InputError(f"unknown estimation {estimation!r}", fix=f"use one of {', '.join(ESTIMATIONS)}")
     from corpora.tokenize import TokenizerSpec, make_tokenizer
@@ -87,7 +90,7 @@ def build_counts(inp: BuildInput, *, order: int, vocab: Optional[Vocab] = None, 
         client = connect(client)
         try:
             return build_counts(inp, order=order, vocab=vocab, memory=mem, temp_dir=temp_dir, client=client,
-                                progress=progress, estimation=estimation, on_disk=on_disk)
+                                progress=progress, estimation=estimation, on_disk=on_disk, first_seen=first_seen)
         finally:
             close(client)
     with TempFolder(temp_dir) as folder:
@@ -101,6 +104,8 @@ def build_counts(inp: BuildInput, *, order: int, vocab: Optional[Vocab] = None, 
         if client is not None:
             from .cluster import count_on_cluster
 
+            if first_seen is not None:
+                raise ValueError("first_seen is recorded by the local counting only")
             return BuildResult(*count_on_cluster(client, sources, order=order, vocab=vocab, inp=inp, spec=spec,
                                     block_tokens=block, memory=mem, folder=folder, progress=say))
         stats: dict = {}
@@ -123,6 +128,8 @@ def build_counts(inp: BuildInput, *, order: int, vocab: Optional[Vocab] = None, 
             say(f"counting in blocks of {block:,} tokens (memory budget {mem >> 20} MB, temp folder {folder.path})")
             blocks = encoded_blocks(sources, vocab, tokenize, block_tokens=block, keep_empty=inp.keep_empty,
                                     line_filter=filt)
+        if first_seen is not None:
+            blocks = first_seen.tracked(blocks)
         if on_disk is None or estimation == "memory":
             counts = count_blocks(blocks, order=order, vocab_size=len(vocab), memory=mem, folder=folder,
                                   progress=say, stats=stats)

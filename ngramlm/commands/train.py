@@ -174,11 +174,9 @@ def _check_options(texts, output, order_n, as_json, model_type, smoothing, memor
         raise click.UsageError(f"-o/--output is the model file, and '{output}' looks like an n-gram order: "
                                f"did you mean --order {output}?  (e.g. ngramlm train corpus.txt --order {output} "
                                "-o lm.arpa)")
-    if compat is not None and streamed:
-        why = ("depends on the order words first appear in the text, which the streaming build does not keep"
-               if compat == "kenlm" else "estimates from the whole text's counts in memory")
-        raise click.UsageError(f"--compat {compat} {why}: train one text in memory (drop --memory, --temp-dir, "
-                               "--dask, --estimation disk)")
+    if compat == "srilm" and streamed:
+        raise click.UsageError("--compat srilm estimates from the whole text's counts in memory: train one text in "
+                               "memory (drop --memory, --temp-dir, --dask, --estimation disk)")
     if as_json and output == "-":
         raise click.UsageError("--json and -o - would both write to stdout: write the model to a file")
     if order_n is not None:
