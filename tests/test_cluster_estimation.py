@@ -125,14 +125,19 @@ def _build(path, out, *, smoothing="mkn", order=4, dask=None, parts=None, estima
 
     cfg = BuildConfig(order=order, smoothing=smoothing, smoother_params=params, files=True, memory="70M", compat=compat,
                       temp_dir=str(Path(out).parent / "tmp"), dask=dask, parts=parts, estimation=estimation,
-                      output=str(out), arpa=str(out).endswith(".arpa"))
+                      output=str(out), arpa=str(out).endswith(".arpa"), kenlm_binary=str(out).endswith(".binary"))
     lm = NgramLM(**cfg.estimator_params())
     built = build([str(path)], cfg, progress, estimator=lm)
     if built.on_disk is None:  # the local build's in-memory model, written as `train` writes it
         from ngramlm.io.arpa import write_arpa
         from ngramlm.io.native import save_native
 
-        (write_arpa if cfg.arpa else save_native)(lm, out)
+        from ngramlm.kenlm.write import BinaryOptions, write_binary
+
+        if cfg.kenlm_binary:
+            write_binary(lm, out, BinaryOptions(kind="probing"))
+        else:
+            (write_arpa if cfg.arpa else save_native)(lm, out)
     return built
 
 
@@ -190,6 +195,23 @@ def test_compat_kenlm_on_the_workers_is_the_in_memory_lmplz_model(toy_text, tmp_
     assert _native(tmp_path / "dask.npz")["meta"]["info"]["compat"] == ref.info_["compat"]
     with pytest.raises(InputError, match="compat='kenlm' with Dask is estimated on the workers"):
         _build(path, tmp_path / "client.arpa", dask=cluster, compat="kenlm", estimation="memory")
+
+
+def test_a_kenlm_binary_is_laid_out_by_a_worker(toy_text, tmp_path, cluster):
+    """-o NAME.binary on Dask: the workers write the native file to the shared folder and one task on a
+    worker lays out the KenLM probing binary from it (the client gets its size back).  The file is the
+    local build's byte for byte."""
+    from ngramlm.kenlm.format import read_header
+
+    path, _ = toy_text
+    _build(path, tmp_path / "local.binary", order=5)
+    msgs = []
+    _build(path, tmp_path / "dask.binary", order=5, dask=cluster, parts=4,
+           progress=lambda m, stage=None, depth=0: msgs.append(m))
+    assert (tmp_path / "dask.binary").read_bytes() == (tmp_path / "local.binary").read_bytes()
+    assert any("laying out the KenLM binary on a worker" in m for m in msgs)
+    assert read_header(tmp_path / "dask.binary").kind == "probing"
+    assert not list((tmp_path / "tmp").glob("ngramlm-build-*"))  # the shared folder (and its native file) removed
 
 
 def test_native_files_and_stupid_backoff_are_the_local_ones(toy_text, tmp_path, cluster):

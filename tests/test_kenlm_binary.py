@@ -602,3 +602,29 @@ def test_cli_build_binary_dash_s(run_cli, kenlm_dir, tmp_path):
     code, _, err = run_cli("build-binary", "-s", "trie", kenlm_dir / "nomarkers.arpa", out)
     assert code == 0, err
     assert out.read_bytes() == (kenlm_dir / "nomarkers.trie.bin").read_bytes()
+
+
+def test_train_writes_a_kenlm_binary_by_its_name(tmp_path, run_cli):
+    """`train -o NAME.binary` (or .klm) writes what decoders load with kenlm.Model: a probing binary, byte
+    for byte `build-binary` of the same model's ARPA file, in memory and out of core (where a note says the
+    binary's step is past --memory); kenlm scores it as ngramlm scores the ARPA file."""
+    from corpora.testing import toy_training_lines
+
+    lines = toy_training_lines(40_000)
+    text = tmp_path / "train.txt"
+    text.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, _, err = run_cli("train", text, "--order", 4, "-o", tmp_path / "m.arpa")
+    assert code == 0, err
+    code, _, err = run_cli("build-binary", tmp_path / "m.arpa", tmp_path / "ref.binary")
+    assert code == 0, err
+    ref = (tmp_path / "ref.binary").read_bytes()
+    for name, extra in (("m.binary", ()), ("m.klm", ()), ("disk.binary", ("--memory", "70M", "--estimation", "disk"))):
+        code, _, err = run_cli("train", text, "--order", 4, *extra, "-o", tmp_path / name)
+        assert code == 0, err
+        assert (tmp_path / name).read_bytes() == ref, name
+        assert ("note: the KenLM binary is laid out from the whole model in memory" in err) == bool(extra)
+    assert read_header(tmp_path / "m.binary").kind == "probing"
+    kenlm = pytest.importorskip("kenlm", reason="the kenlm module (pip install kenlm-ex) is the reference")
+    theirs, ours = kenlm.Model(str(tmp_path / "m.klm")), Model(str(tmp_path / "m.arpa"))
+    for line in lines[100:140]:
+        assert theirs.score(line) == pytest.approx(ours.score(line), abs=1e-4)

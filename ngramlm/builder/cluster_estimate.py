@@ -624,10 +624,12 @@ def _info(smoother, params: list, floor_types: Optional[int] = None) -> dict:
 
 
 def build_files(inp, *, order: int, vocab, memory, temp_dir, client, output, arpa: bool, smoother, model,
-                progress: Callable[[str], None], parts: Optional[int] = None) -> tuple:
+                progress: Callable[[str], None], parts: Optional[int] = None, kenlm_binary: bool = False) -> tuple:
     """:func:`build` on text files (``-``: standard input, spooled to the shared folder first), connecting
     to ``client`` when it is an address: ``(ClusterBuild, tables or None)``.  Without ``output`` the model
-    is written to the shared folder as a native file and read back (its tables are returned)."""
+    is written to the shared folder as a native file and read back (its tables are returned).
+    ``kenlm_binary``: ``output`` is a KenLM probing binary, laid out by one task on a worker from the
+    native file the workers wrote (the whole model in that worker's memory: where it fits)."""
     from corpora.tokenize import TokenizerSpec
 
     from .streaming import TempFolder, block_tokens_for, parse_memory, spool_stdin
@@ -651,7 +653,7 @@ def build_files(inp, *, order: int, vocab, memory, temp_dir, client, output, arp
         try:
             return build_files(inp, order=order, vocab=vocab, memory=mem, temp_dir=temp_dir, client=client,
                                output=output, arpa=arpa, smoother=smoother, model=model, progress=progress,
-                               parts=parts)
+                               parts=parts, kenlm_binary=kenlm_binary)
         finally:
             close(client)
     # The workers write here: shared storage on a real cluster (the output's folder unless --temp-dir).
@@ -665,13 +667,27 @@ def build_files(inp, *, order: int, vocab, memory, temp_dir, client, output, arp
 
         # ARPA is formatted by the compiled formatter on the workers; without it, the native file is
         # written there and turned into ARPA here (the slow path, which holds the model).
-        direct = output is not None and (not arpa or accel.fast is not None)
+        direct = output is not None and (not arpa or accel.fast is not None) and not kenlm_binary
         target = Path(output) if direct else folder.path / "model.npz"
         res = build(client, sources, order=order, vocab=vocab, inp=inp, spec=spec, smoother=smoother, memory=mem,
                     block_tokens=block, shared=folder.path, output=target.resolve(), arpa=arpa and direct,
                     model=model, progress=progress, parts=parts)
         tables = None
-        if not direct:
+        if kenlm_binary and output is not None:
+            from distributed import KilledWorker
+
+            from ..kenlm.write import binary_from_file
+
+            progress("laying out the KenLM binary on a worker (from the whole model)")
+            try:
+                size = client.submit(binary_from_file, str(target), str(Path(output).resolve()), pure=False).result()
+            except KilledWorker:
+                raise InputError("the KenLM binary is laid out from the whole model on one worker, and that "
+                                 "worker died (past its memory limit)", path=str(output),
+                                 fix="write ARPA (-o NAME.arpa) on the workers, then `ngramlm build-binary` on a "
+                                     "machine with the memory") from None
+            progress(f"wrote {output} ({size:,} bytes)")
+        elif not direct:
             from ..io.native import load_native_tables
 
             tables = load_native_tables(target, mmap=output is not None)[0]

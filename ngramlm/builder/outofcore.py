@@ -310,9 +310,23 @@ def _stream(col: Column, chunk: int):
     return col.dtype, len(col), (c for _, c in col.chunks(chunk))
 
 
-def write_model(dm: DiskModel, lm, smoother, vocab, path, *, arpa: bool, memory: int, folder: TempFolder) -> None:
-    """The model file: ARPA (``arpa``; ``-`` is standard output) or native, from the columns, atomically."""
+def write_model(dm: DiskModel, lm, smoother, vocab, path, *, arpa: bool, memory: int, folder: TempFolder,
+                kenlm_binary: bool = False, progress: Optional[Callable] = None) -> None:
+    """The model file: ARPA (``arpa``; ``-`` is standard output), a KenLM probing binary (``kenlm_binary``)
+    or native, from the columns, atomically."""
     chunk = Sizes.for_budget(memory, dm.V).chunk
+    if kenlm_binary:
+        # KenLM's hash tables are laid out from the whole model: the native file in the temp folder, read
+        # back whole.  This step, alone, is not bounded by the budget (as build_binary is not).
+        from ..kenlm.write import binary_from_file
+
+        tmp = folder.path / "model.npz"
+        write_native(dm, lm, smoother, vocab, tmp, chunk=chunk)
+        if progress is not None:
+            progress("note: the KenLM binary is laid out from the whole model in memory (past --memory, as "
+                     "build_binary is)")
+        binary_from_file(tmp, path)
+        return
     if not arpa:
         write_native(dm, lm, smoother, vocab, path, chunk=chunk)
         return

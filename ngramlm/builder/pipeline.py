@@ -85,9 +85,11 @@ class BuildConfig:
     # Count merging: one weight per text, or a dev text (file or corpus) to tune them on.
     weights: Optional[Sequence[float]] = None
     tune_weights_on: Optional[str] = None
-    # Where the out-of-core estimation writes the model (ARPA when ``arpa``); None: read back in.
+    # Where the out-of-core estimation writes the model (ARPA when ``arpa``, a KenLM probing binary when
+    # ``kenlm_binary``, else native); None: read back in.
     output: Optional[str] = None
     arpa: bool = False
+    kenlm_binary: bool = False
 
     def __post_init__(self) -> None:
         from ..tools.pruning import check_prune_args
@@ -375,7 +377,7 @@ def _on_cluster(inp, where: str, config: BuildConfig, estimator, smoother, say: 
     res, tables = cluster_estimate.build_files(
         inp, order=config.order, vocab=config.vocab, memory=config.memory, temp_dir=config.temp_dir,
         client=config.dask, output=config.output, arpa=config.arpa, smoother=smoother, model=estimator,
-        progress=lambda m: say(m, depth=2), parts=config.parts)
+        progress=lambda m: say(m, depth=2), parts=config.parts, kenlm_binary=config.kenlm_binary)
     return _Text(res.vocab, inp.tokenizer, where, res.sentences, res.words, on_disk=(res, tables))
 
 
@@ -429,7 +431,7 @@ def _on_disk_step(config: BuildConfig, estimator, smoother, say: Progress, seen=
         if config.output is not None:
             say(f"writing {config.output}", stage=4)
             outofcore.write_model(dm, estimator, smoother, vocab, config.output, arpa=config.arpa, memory=mem,
-                                  folder=folder)
+                                  folder=folder, kenlm_binary=config.kenlm_binary, progress=say)
             return dm, None
         from ..io.native import load_native_tables
 

@@ -8,6 +8,12 @@ from typing import Optional
 from corpora.errors import InputError
 
 MODEL_SUFFIXES_ARPA = (".arpa", ".arpa.gz", ".lm")
+# A KenLM binary, probing as build_binary makes by default (decoders load it with kenlm.Model).
+MODEL_SUFFIXES_KENLM = (".binary", ".klm")
+
+
+def is_kenlm_binary_name(output) -> bool:
+    return str(output).endswith(MODEL_SUFFIXES_KENLM)
 
 
 def load_sentences(source: str, *, split: str, data_dir: Optional[str], tokenizer_spec) -> tuple[list, object, str]:
@@ -69,5 +75,9 @@ def save_model(lm, output: str) -> None:
         from ngramlm.io.arpa import write_arpa
 
         write_arpa(lm, output)
+    elif is_kenlm_binary_name(output):
+        from ngramlm.kenlm.write import BinaryOptions, write_binary
+
+        write_binary(lm, output, BinaryOptions(kind="probing"))
     else:
         lm.save(output)

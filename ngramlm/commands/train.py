@@ -18,15 +18,15 @@ from corpora.textio import check_writable
 
 from ..smoothing import SMOOTHERS, canonical_name, mergeable_smoothers, named_list
 
-from .common import MODEL_SUFFIXES_ARPA, save_model
+from .common import MODEL_SUFFIXES_ARPA, is_kenlm_binary_name, save_model
 
 
 # ----------------------------------------------------------------------------- train
 @click.command("train")
 @click.argument("texts", nargs=-1, metavar="[TEXT]...")
 @click.option("-o", "--output", "--out", "output", type=click.Path(dir_okay=False, allow_dash=True), required=True,
-              help="Model file to write: native format, or ARPA when the name ends in .arpa; '-' writes ARPA "
-                   "to stdout.")
+              help="Model file to write: native format, ARPA when the name ends in .arpa, a KenLM binary "
+                   "(probing, as build_binary makes) when it ends in .binary or .klm; '-' writes ARPA to stdout.")
 @click.option("--order", type=int, default=3, show_default=True, help="n-gram order (1 to 12).")
 @click.option("-n", "order_n", type=int, default=None, hidden=True)
 @click.option("--smoothing", "-s", default="mkn", show_default=True,
@@ -137,7 +137,7 @@ def train_cmd(texts, output, order, order_n, smoothing, add_k, discount, discoun
                          vocab=vocab, min_count=min_count, max_size=max_size, limit_vocab=limit_words,
                          limit_vocab_source=limit_vocab_path, tune_on=tune_on, memory=memory, temp_dir=temp_dir,
                          dask=dask_address, estimation=estimation or "auto", weights=weights, tune_weights_on=tune_dev,
-                         output=output, arpa=_is_arpa(output))
+                         output=output, arpa=_is_arpa(output), kenlm_binary=is_kenlm_binary_name(output))
     lm = NgramLM(**config.estimator_params())
     if estimation == "disk":
         _check_out_of_core(config, lm)

@@ -616,6 +616,17 @@ def write_binary(model, path: os.PathLike | str, opts: Optional[BinaryOptions] =
         fh.write(data)
 
 
+def binary_from_file(model_path: os.PathLike | str, path: os.PathLike | str,
+                     opts: Optional[BinaryOptions] = None) -> int:
+    """``build_binary MODEL OUTPUT``: the model file (ARPA, native, trie binary) read whole and written as a
+    KenLM binary (probing unless ``opts`` say otherwise); returns the file's size.  The streamed builds
+    use it for ``-o NAME.binary``: the binary is laid out from the whole model in memory."""
+    from ..loading import load_any
+
+    write_binary(load_any(model_path, ngrams=True), path, opts or BinaryOptions(kind="probing"))
+    return os.path.getsize(path)
+
+
 # ------------------------------------------------------------------------------------- probing
 
 def _probing_insert(n_buckets: int, keys: np.ndarray) -> tuple:
