@@ -330,10 +330,13 @@ class ProbingSearch:
         run_start = np.maximum.accumulate(np.where(brk, np.arange(T), 0))
         pos = np.minimum(pos, np.arange(T) - run_start)
         found, prob, backoff, extends = self.lookup(1, kid)
-        lp = prob.astype(np.float64)
+        # KenLM's arithmetic: float32 values summed in float32, the match's log10 p first, then each
+        # context's back-off from the shortest up (as the compiled search does; float64 sums differed
+        # from it by up to 4e-7).
+        lp = prob.astype(np.float32)
         matched = np.ones(T, dtype=np.int8)
         ctx_found = [None, found]  # per length: the n-gram ending here exists (and every shorter one)
-        ctx_bo = [None, backoff.astype(np.float64)]
+        ctx_bo = [None, backoff.astype(np.float32)]
         key = kid.copy()
         alive = extends.copy()
         for k in range(2, n + 1):
@@ -342,7 +345,7 @@ class ProbingSearch:
             key = combine_word_hash(key, prev)
             cand = np.flatnonzero(alive & (pos >= k - 1))
             f = np.zeros(T, dtype=bool)
-            bo = np.zeros(T)
+            bo = np.zeros(T, dtype=np.float32)
             nxt = np.zeros(T, dtype=bool)
             if len(cand):
                 fk, pk, bk, ek = self.lookup(k, key[cand])
@@ -360,7 +363,7 @@ class ProbingSearch:
         for L in range(1, n):
             t = np.flatnonzero((matched[1:] <= L) & (pos[1:] >= L) & ctx_found[L][:-1]) + 1
             lp[t] += ctx_bo[L][t - 1]
-        return lp, matched
+        return lp.astype(np.float64), matched
 
     # ---------------------------------------------------------------- one n-gram at a time
     def find1(self, k: int, key: int):
@@ -417,9 +420,10 @@ class ProbingSearch:
             extends = not (pbits & 0x80000000)
             if _has_extension(rec["backoff"]):
                 keep = k
+        lp = np.float32(lp)  # KenLM sums its float32 values in float32, the shortest context's back-off first
         for i in range(m - 1, len(cb)):
-            lp += cb[i]
-        return lp, m, ((word,) + tuple(context[:keep - 1]))[:keep]
+            lp = np.float32(lp + np.float32(cb[i]))
+        return float(lp), m, ((word,) + tuple(context[:keep - 1]))[:keep]
 
 
 _MASK64 = (1 << 64) - 1
