@@ -676,11 +676,11 @@ def build_files(inp, *, order: int, vocab, memory, temp_dir, client, output, arp
         if kenlm_binary and output is not None:
             from distributed import KilledWorker
 
-            from ..kenlm.write import binary_from_file
+            from ..kenlm.write import binary_from_native
 
             progress("laying out the KenLM binary on a worker (from the whole model)")
             try:
-                size = client.submit(binary_from_file, str(target), str(Path(output).resolve()), pure=False).result()
+                size = client.submit(binary_from_native, str(target), str(Path(output).resolve()), pure=False).result()
             except KilledWorker:
                 raise InputError("the KenLM binary is laid out from the whole model on one worker, and that "
                                  "worker died (past its memory limit)", path=str(output),

@@ -318,14 +318,14 @@ def write_model(dm: DiskModel, lm, smoother, vocab, path, *, arpa: bool, memory:
     if kenlm_binary:
         # KenLM's hash tables are laid out from the whole model: the native file in the temp folder, read
         # back whole.  This step, alone, is not bounded by the budget (as build_binary is not).
-        from ..kenlm.write import binary_from_file
+        from ..kenlm.write import binary_from_native
 
         tmp = folder.path / "model.npz"
         write_native(dm, lm, smoother, vocab, tmp, chunk=chunk)
         if progress is not None:
             progress("note: the KenLM binary is laid out from the whole model in memory (past --memory, as "
                      "build_binary is)")
-        binary_from_file(tmp, path)
+        binary_from_native(tmp, path)
         return
     if not arpa:
         write_native(dm, lm, smoother, vocab, path, chunk=chunk)

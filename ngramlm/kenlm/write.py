@@ -616,14 +616,15 @@ def write_binary(model, path: os.PathLike | str, opts: Optional[BinaryOptions] =
         fh.write(data)
 
 
-def binary_from_file(model_path: os.PathLike | str, path: os.PathLike | str,
-                     opts: Optional[BinaryOptions] = None) -> int:
-    """``build_binary MODEL OUTPUT``: the model file (ARPA, native, trie binary) read whole and written as a
-    KenLM binary (probing unless ``opts`` say otherwise); returns the file's size.  The streamed builds
-    use it for ``-o NAME.binary``: the binary is laid out from the whole model in memory."""
-    from ..loading import load_any
+def binary_from_native(native_path: os.PathLike | str, path: os.PathLike | str,
+                       opts: Optional[BinaryOptions] = None) -> int:
+    """A native model file (mapped) written as a KenLM binary (probing unless ``opts`` say otherwise);
+    returns the file's size.  The streamed builds use it for ``-o NAME.binary``: they write the native
+    file, and the binary is laid out from the whole model in memory (as ``build_binary`` lays it out)."""
+    from ..io.native import load_native_tables
+    from ..scorer import Scorer
 
-    write_binary(load_any(model_path, ngrams=True), path, opts or BinaryOptions(kind="probing"))
+    write_binary(Scorer(load_native_tables(native_path, mmap=True)[0]), path, opts or BinaryOptions(kind="probing"))
     return os.path.getsize(path)
 
 
