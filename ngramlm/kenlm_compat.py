@@ -192,10 +192,9 @@ def suffix_rows(tables: KeyTables, last: Optional[list]) -> list:
 
 
 def lmplz_ids_from_first_seen(first_seen: np.ndarray, V: int) -> np.ndarray:
-    """:func:`lmplz_vocab_ids` from the ids in the order they first appear (repeats allowed)."""
-    first_seen = np.asarray(first_seen, dtype=np.int64)
-    words, first = np.unique(first_seen, return_index=True)
-    return lmplz_vocab_ids(words[np.argsort(first, kind="stable")], V)
+    """:func:`lmplz_vocab_ids` from the ids in the order they first appear (repeats allowed: it numbers
+    each id at its first place, as it numbers a text's)."""
+    return lmplz_vocab_ids(np.asarray(first_seen, dtype=np.int64), V)
 
 
 class FirstSeen:
